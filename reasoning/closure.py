@@ -1,0 +1,512 @@
+"""The exact deductive closure of strict-order labels.
+
+A label on the pair ``(a, b)`` is *positive* when ``a`` precedes ``b`` (``a ≺ b``) and *negative*
+otherwise. Because ``≺`` is a strict partial order, every label decides other pairs through the
+four completeness rules of Liang et al. (2018), Definition 2. :class:`Closure` keeps the complete
+set ``H`` of decided pairs and adds one label at a time with the closed form of
+``shared/design/closure.md``:
+
+* negative ``(a, b)`` decides ``D*(a) × A*(b)`` negative;
+* positive ``(a, b)`` decides ``A*(a) × D*(b)`` positive and
+  ``D*(b) × NR*(a)  ∪  NC*(b) × A*(a)`` negative,
+
+where ``A*``/``D*`` are ancestors/descendants including the concept itself and ``NR*(a)``,
+``NC*(b)`` the negative row of ``a`` and column of ``b`` (each with the concept itself).
+
+Each relation is kept twice, by rows and by columns, as Python integers used as bitsets, so one
+label costs the rows of those products times ``n / 64`` machine words, and never depends on |H|.
+The asserted positive labels also live in a :class:`networkx.DiGraph`, which answers the path
+questions (proofs, the transitive reduction).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+
+__all__ = [
+    "Closure",
+    "ContradictionError",
+    "InvalidLabelError",
+    "Label",
+    "Proof",
+    "ReasoningError",
+    "Status",
+    "Update",
+]
+
+Concept = Hashable
+
+
+class ReasoningError(Exception):
+    """Base class of the errors of the reasoning core."""
+
+
+class InvalidLabelError(ReasoningError, ValueError):
+    """A label that cannot be stated: a self pair, or a concept the closure does not know."""
+
+
+@dataclass(frozen=True)
+class Label:
+    """An asserted label: ``positive`` is True when ``a`` is a prerequisite of ``b``."""
+
+    a: Concept
+    b: Concept
+    positive: bool
+
+
+@dataclass(frozen=True)
+class Proof:
+    """Why ``(a, b)`` has the value ``positive``: asserted labels and the chains through them.
+
+    ``labels`` holds only asserted labels; ``chains`` holds the paths of asserted positive labels
+    used (each a tuple of concepts, consecutive ones joined by an asserted positive label).
+    """
+
+    a: Concept
+    b: Concept
+    positive: bool
+    labels: tuple[Label, ...]
+    chains: tuple[tuple[Concept, ...], ...] = ()
+
+
+@dataclass(frozen=True)
+class Status:
+    """The state of one pair: ``value`` is True/False when decided, None when undecided."""
+
+    value: bool | None
+    asserted: bool
+
+
+@dataclass(frozen=True)
+class Update:
+    """What one asserted label changed.
+
+    ``positive`` and ``negative`` list the pairs it newly decided, other than its own pair.
+    ``recorded`` is False when exactly this label had already been asserted (a no-op).
+    """
+
+    label: Label
+    positive: list[tuple[Concept, Concept]] = field(default_factory=list)
+    negative: list[tuple[Concept, Concept]] = field(default_factory=list)
+    recorded: bool = True
+
+
+class ContradictionError(ReasoningError):
+    """A label that contradicts the closure; ``proof`` derives the opposite label."""
+
+    def __init__(self, label: Label, proof: Proof) -> None:
+        self.label = label
+        self.proof = proof
+        opposite = "positive" if proof.positive else "negative"
+        super().__init__(
+            f"({label.a!r}, {label.b!r}) is already {opposite}, forced by "
+            f"{len(proof.labels)} asserted label(s)"
+        )
+
+
+_SMALL = 48  # below this many set bits, peeling bits in Python beats a numpy round trip
+
+
+def _bits(mask: int) -> list[int]:
+    """The positions of the set bits of ``mask``, ascending."""
+    if mask.bit_count() <= _SMALL:
+        out = []
+        while mask:
+            low = mask & -mask
+            out.append(low.bit_length() - 1)
+            mask ^= low
+        return out
+    raw = np.frombuffer(mask.to_bytes((mask.bit_length() + 7) // 8, "little"), dtype=np.uint8)
+    return np.flatnonzero(np.unpackbits(raw, bitorder="little")).tolist()
+
+
+def _to_dense(rows: list[int], n: int) -> np.ndarray:
+    """Bitset rows as an ``n × n`` boolean matrix."""
+    width = (n + 7) // 8
+    if n == 0:
+        return np.zeros((0, 0), dtype=bool)
+    raw = np.frombuffer(b"".join(r.to_bytes(width, "little") for r in rows), dtype=np.uint8)
+    return np.unpackbits(raw.reshape(n, width), axis=1, bitorder="little")[:, :n].astype(bool)
+
+
+def _from_dense(matrix: np.ndarray) -> list[int]:
+    """An ``n × n`` boolean matrix as bitset rows."""
+    packed = np.packbits(matrix, axis=1, bitorder="little")
+    return [int.from_bytes(row.tobytes(), "little") for row in packed]
+
+
+class Closure:
+    """The complete set of pairs decided by asserted strict-order labels.
+
+    Parameters
+    ----------
+    concepts : iterable of hashable, optional
+        The concepts known from the start; more can be added with :meth:`add_concept`.
+
+    Examples
+    --------
+    >>> c = Closure(["limit", "derivative", "integral"])
+    >>> c.add_label("limit", "derivative", True).negative
+    [('derivative', 'limit')]
+    >>> c.add_label("derivative", "integral", True).positive
+    [('limit', 'integral')]
+    >>> c.status("integral", "limit")
+    Status(value=False, asserted=False)
+    """
+
+    def __init__(self, concepts: Iterable[Concept] = ()) -> None:
+        self._names: list[Concept] = []
+        self._index: dict[Concept, int] = {}
+        self._down: list[int] = []  # _down[x]: strict descendants of x (row x of P)
+        self._up: list[int] = []  # _up[y]: strict ancestors of y (column y of P)
+        self._nrow: list[int] = []  # _nrow[x]: {y : (x, y) negative}
+        self._ncol: list[int] = []  # _ncol[y]: {x : (x, y) negative}
+        self._asserted_neg: list[int] = []  # _asserted_neg[u]: {v : (u, v) asserted negative}
+        self._asserted: dict[tuple[int, int], bool] = {}
+        self._graph = nx.DiGraph()
+        self.n_positive = 0
+        self.n_negative = 0
+        for concept in concepts:
+            self.add_concept(concept)
+
+    # ------------------------------------------------------------------ concepts
+    def add_concept(self, concept: Concept) -> int:
+        """Add ``concept`` if it is new; return its index."""
+        index = self._index.get(concept)
+        if index is not None:
+            return index
+        index = len(self._names)
+        self._names.append(concept)
+        self._index[concept] = index
+        for table in (self._down, self._up, self._nrow, self._ncol, self._asserted_neg):
+            table.append(0)
+        self._graph.add_node(concept)
+        return index
+
+    @property
+    def concepts(self) -> list[Concept]:
+        """The concepts in index order."""
+        return list(self._names)
+
+    @property
+    def n(self) -> int:
+        """The number of concepts."""
+        return len(self._names)
+
+    def index(self, concept: Concept) -> int:
+        """The index of ``concept``; :class:`InvalidLabelError` when unknown."""
+        try:
+            return self._index[concept]
+        except (KeyError, TypeError):
+            raise InvalidLabelError(f"unknown concept {concept!r}") from None
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The asserted positive labels as a directed graph over every concept (do not mutate)."""
+        return self._graph
+
+    @property
+    def asserted(self) -> dict[tuple[Concept, Concept], bool]:
+        """The asserted labels, in the order they were asserted (a copy)."""
+        names = self._names
+        return {(names[i], names[j]): v for (i, j), v in self._asserted.items()}
+
+    def asserted_labels(self) -> list[Label]:
+        """The asserted labels as :class:`Label` objects, in assertion order."""
+        names = self._names
+        return [Label(names[i], names[j], v) for (i, j), v in self._asserted.items()]
+
+    # ------------------------------------------------------------------ queries
+    def _value(self, i: int, j: int) -> bool | None:
+        if self._down[i] >> j & 1:
+            return True
+        if self._nrow[i] >> j & 1:
+            return False
+        return None
+
+    def _pair(self, a: Concept, b: Concept) -> tuple[int, int]:
+        i, j = self.index(a), self.index(b)
+        if i == j:
+            raise InvalidLabelError(f"a pair needs two different concepts, got ({a!r}, {a!r})")
+        return i, j
+
+    def status(self, a: Concept, b: Concept) -> Status:
+        """Whether ``(a, b)`` is positive, negative or undecided, and whether it was asserted."""
+        i, j = self._pair(a, b)
+        return Status(self._value(i, j), (i, j) in self._asserted)
+
+    def values(self, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
+        """Values of the index pairs ``(ia[k], ib[k])``: 1 positive, 0 negative, -1 undecided."""
+        down, nrow = self._down, self._nrow
+        return np.fromiter(
+            (1 if down[i] >> j & 1 else 0 if nrow[i] >> j & 1 else -1
+             for i, j in zip(np.asarray(ia).tolist(), np.asarray(ib).tolist(), strict=True)),
+            dtype=np.int8, count=len(ia),
+        )
+
+    def positive_pairs(self) -> Iterator[tuple[Concept, Concept]]:
+        """Every positive pair of the closure."""
+        names = self._names
+        for x, row in enumerate(self._down):
+            for y in _bits(row):
+                yield names[x], names[y]
+
+    def negative_pairs(self) -> Iterator[tuple[Concept, Concept]]:
+        """Every negative pair of the closure."""
+        names = self._names
+        for x, row in enumerate(self._nrow):
+            for y in _bits(row):
+                yield names[x], names[y]
+
+    def decided(self) -> Iterator[tuple[Concept, Concept, bool, bool]]:
+        """Every decided pair as ``(a, b, positive, asserted)``."""
+        asserted = self._asserted
+        names = self._names
+        for table, value in ((self._down, True), (self._nrow, False)):
+            for x, row in enumerate(table):
+                for y in _bits(row):
+                    yield names[x], names[y], value, (x, y) in asserted
+
+    def matrices(self) -> tuple[np.ndarray, np.ndarray]:
+        """The positive and negative relations as dense boolean ``n × n`` matrices."""
+        return _to_dense(self._down, self.n), _to_dense(self._nrow, self.n)
+
+    def reach(self) -> tuple[list[int], list[int], list[int], list[int]]:
+        """The bitset rows ``(down, up, nrow, ncol)`` (read-only views for the gain code)."""
+        return self._down, self._up, self._nrow, self._ncol
+
+    def query_bounds(self) -> tuple[int, int]:
+        """Theorem 2's bounds on the queries that label the positive relation.
+
+        The size of its transitive reduction (every cover pair must be asked) and of the
+        positive closure (no more than every positive pair).
+        """
+        reduction = nx.transitive_reduction(self._graph)
+        return reduction.number_of_edges(), self.n_positive
+
+    # ------------------------------------------------------------------ proofs
+    def _path(self, i: int, j: int) -> list[int]:
+        names = self._names
+        path = nx.shortest_path(self._graph, names[i], names[j])
+        return [self._index[c] for c in path]
+
+    def _chain_labels(self, path: list[int]) -> list[Label]:
+        names = self._names
+        return [Label(names[x], names[y], True) for x, y in zip(path, path[1:], strict=False)]
+
+    def _proof(self, i: int, j: int) -> Proof | None:
+        names = self._names
+        value = self._value(i, j)
+        if value is None:
+            return None
+        if value:
+            path = self._path(i, j)
+            return Proof(names[i], names[j], True, tuple(self._chain_labels(path)),
+                         (tuple(names[x] for x in path),))
+        if self._asserted.get((i, j)) is False:
+            return Proof(names[i], names[j], False, (Label(names[i], names[j], False),))
+        if self._down[j] >> i & 1:  # rule (iv): j ≺ i
+            path = self._path(j, i)
+            return Proof(names[i], names[j], False, tuple(self._chain_labels(path)),
+                         (tuple(names[x] for x in path),))
+        # rules (ii)/(iii): an asserted negative (u, v) with u ⪯ i and j ⪯ v
+        targets = self._down[j] | 1 << j
+        for u in _bits(self._up[i] | 1 << i):
+            hit = self._asserted_neg[u] & targets
+            if hit:
+                v = (hit & -hit).bit_length() - 1
+                labels = [Label(names[u], names[v], False)]
+                chains = []
+                if u != i:
+                    path = self._path(u, i)
+                    labels += self._chain_labels(path)
+                    chains.append(tuple(names[x] for x in path))
+                if v != j:
+                    path = self._path(j, v)
+                    labels += self._chain_labels(path)
+                    chains.append(tuple(names[x] for x in path))
+                return Proof(names[i], names[j], False, tuple(labels), tuple(chains))
+        raise AssertionError(f"negative pair ({i}, {j}) has no derivation")  # pragma: no cover
+
+    def proof(self, a: Concept, b: Concept) -> Proof | None:
+        """The asserted labels that decide ``(a, b)``, or None when it is undecided."""
+        return self._proof(*self._pair(a, b))
+
+    # ------------------------------------------------------------------ adding labels
+    def add_label(self, a: Concept, b: Concept, positive: bool) -> Update:
+        """Assert a label and return the pairs it newly decides.
+
+        Raises
+        ------
+        InvalidLabelError
+            For a self pair or an unknown concept.
+        ContradictionError
+            When the closure already holds the opposite label; nothing changes.
+        """
+        i, j = self._pair(a, b)
+        positive = bool(positive)
+        label = Label(a, b, positive)
+        current = self._value(i, j)
+        if current is not None:
+            if current != positive:
+                proof = self._proof(i, j)
+                assert proof is not None
+                raise ContradictionError(label, proof)
+            if (i, j) in self._asserted:
+                return Update(label, recorded=False)
+            self._record(i, j, positive)
+            return Update(label)
+        self._record(i, j, positive)
+        pos, neg = self._add_positive(i, j) if positive else ([], self._add_negative(i, j))
+        names = self._names
+        return Update(label, [(names[x], names[y]) for x, y in pos],
+                      [(names[x], names[y]) for x, y in neg])
+
+    def _record(self, i: int, j: int, positive: bool) -> None:
+        self._asserted[(i, j)] = positive
+        if positive:
+            self._graph.add_edge(self._names[i], self._names[j])
+        else:
+            self._asserted_neg[i] |= 1 << j
+
+    def _negate(self, rows: int, cols: int) -> list[tuple[int, int]]:
+        """Make ``rows × cols`` negative; return the pairs that were not negative yet."""
+        nrow, ncol = self._nrow, self._ncol
+        new: list[tuple[int, int]] = []
+        for x in _bits(rows):
+            add = cols & ~nrow[x]
+            if add:
+                nrow[x] |= add
+                new.extend((x, y) for y in _bits(add))
+        for y in _bits(cols):
+            ncol[y] |= rows
+        self.n_negative += len(new)
+        return new
+
+    def _add_negative(self, i: int, j: int) -> list[tuple[int, int]]:
+        new = self._negate(self._down[i] | 1 << i, self._up[j] | 1 << j)
+        new.remove((i, j))  # the label's own pair is reported as asserted, not inferred
+        return new
+
+    def _add_positive(self, i: int, j: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        anc = self._up[i] | 1 << i  # A*(a)
+        desc = self._down[j] | 1 << j  # D*(b)
+        neg_row = self._nrow[i] | 1 << i  # NR*(a), read before anything changes
+        neg_col = self._ncol[j] | 1 << j  # NC*(b)
+        down, up = self._down, self._up
+        pos: list[tuple[int, int]] = []
+        for x in _bits(anc):
+            add = desc & ~down[x]
+            if add:
+                down[x] |= add
+                pos.extend((x, y) for y in _bits(add))
+        for y in _bits(desc):
+            up[y] |= anc
+        self.n_positive += len(pos)
+        pos.remove((i, j))
+        neg = self._negate(desc, neg_row)
+        neg += self._negate(neg_col, anc)
+        return pos, neg
+
+    # ------------------------------------------------------------------ whole sets
+    @classmethod
+    def from_labels(cls, labels: Iterable[Label | tuple[Concept, Concept, bool]],
+                    concepts: Iterable[Concept] = ()) -> Closure:
+        """The closure of a whole set of labels, built at once.
+
+        Uses ``P`` = the transitive closure of the asserted positives and
+        ``N = Rᵀ·B·Rᵀ ∪ Pᵀ`` (closure.md). When the labels contradict each other they are
+        replayed one by one so that the :class:`ContradictionError` names the first label, in
+        the given order, that contradicts the ones before it.
+        """
+        items = [lab if isinstance(lab, Label) else Label(*lab) for lab in labels]
+        closure = cls(concepts)
+        for lab in items:
+            closure.add_concept(lab.a)
+            closure.add_concept(lab.b)
+        if not closure._bulk(items):
+            replay = cls(closure.concepts)
+            for lab in items:
+                replay.add_label(lab.a, lab.b, lab.positive)
+            raise AssertionError("bulk build found a contradiction that replay did not")  # pragma: no cover
+        return closure
+
+    def _bulk(self, items: list[Label]) -> bool:
+        """Fill an empty closure from ``items``; False when they are contradictory."""
+        asserted: dict[tuple[int, int], bool] = {}
+        for lab in items:
+            i, j = self._pair(lab.a, lab.b)
+            if asserted.setdefault((i, j), lab.positive) != lab.positive:
+                return False
+        graph = nx.DiGraph()
+        graph.add_nodes_from(range(self.n))
+        graph.add_edges_from(p for p, v in asserted.items() if v)
+        try:
+            order = list(nx.topological_sort(graph))
+        except nx.NetworkXUnfeasible:
+            return False
+        down, up = self._down, self._up
+        for x in reversed(order):
+            row = 0
+            for s in graph.successors(x):
+                row |= down[s] | 1 << s
+            down[x] = row
+        for y in order:
+            col = 0
+            for p in graph.predecessors(y):
+                col |= up[p] | 1 << p
+            up[y] = col
+        nrow = list(up)  # rule (iv): (x, y) is negative when y ≺ x
+        for (u, v), value in asserted.items():
+            if not value:
+                cols = up[v] | 1 << v
+                for x in _bits(down[u] | 1 << u):
+                    nrow[x] |= cols
+                self._asserted_neg[u] |= 1 << v
+        if any(nrow[x] & down[x] for x in range(self.n)):
+            return False
+        self._nrow = nrow
+        self._ncol = _from_dense(_to_dense(nrow, self.n).T.copy())
+        self._asserted = asserted
+        names = self._names
+        self._graph.add_edges_from((names[i], names[j]) for (i, j), v in asserted.items() if v)
+        self.n_positive = sum(r.bit_count() for r in down)
+        self.n_negative = sum(r.bit_count() for r in nrow)
+        return True
+
+    def retract(self, a: Concept, b: Concept) -> Closure:
+        """A new closure of every asserted label but the one on ``(a, b)``.
+
+        Retraction cannot be done by subtraction (a pair may have other derivations), so the
+        rest is closed again. Raises KeyError when ``(a, b)`` carries no asserted label.
+        """
+        i, j = self._pair(a, b)
+        if (i, j) not in self._asserted:
+            raise KeyError((a, b))
+        rest = [lab for lab in self.asserted_labels() if (lab.a, lab.b) != (a, b)]
+        return Closure.from_labels(rest, self._names)
+
+    def copy(self) -> Closure:
+        """An independent copy."""
+        other = Closure.__new__(Closure)
+        other._names = list(self._names)
+        other._index = dict(self._index)
+        other._down, other._up = list(self._down), list(self._up)
+        other._nrow, other._ncol = list(self._nrow), list(self._ncol)
+        other._asserted_neg = list(self._asserted_neg)
+        other._asserted = dict(self._asserted)
+        other._graph = self._graph.copy()
+        other.n_positive, other.n_negative = self.n_positive, self.n_negative
+        return other
+
+    def __len__(self) -> int:
+        """|H|: the number of decided pairs."""
+        return self.n_positive + self.n_negative
+
+    def __repr__(self) -> str:
+        return (f"Closure(n={self.n}, asserted={len(self._asserted)}, "
+                f"positive={self.n_positive}, negative={self.n_negative})")
