@@ -42,7 +42,7 @@ def simulate(
     eval_every: Annotated[int, typer.Option(help="Evaluate every this many queries.")] = 10,
     seed: Annotated[int, typer.Option(help="Seed of the whole experiment.")] = 0,
     jobs: Annotated[int, typer.Option(help="Worker processes (default: all cores).")] = 0,
-    quick: Annotated[bool, typer.Option(help="Smoke-test profile: few repeats and queries.")] = False,
+    quick: Annotated[bool, typer.Option(help="Smoke-test profile: few repeats, queries.")] = False,
 ) -> None:
     """Re-run the paper's pool-based experiment (Sec. 5.3) and write curves, a summary and plots."""
     from reasoning.experiment import simulate as run_simulation

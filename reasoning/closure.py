@@ -432,7 +432,7 @@ class Closure:
             replay = cls(closure.concepts)
             for lab in items:
                 replay.add_label(lab.a, lab.b, lab.positive)
-            raise AssertionError("bulk build found a contradiction that replay did not")  # pragma: no cover
+            raise AssertionError("bulk build and replay disagree")  # pragma: no cover
         return closure
 
     def _bulk(self, items: list[Label]) -> bool:

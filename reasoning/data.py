@@ -37,7 +37,8 @@ class Domain:
 def domain_names(folder: str | Path) -> list[str]:
     """The domains of a folder: every ``X`` with both ``X.pairs`` and ``X.features``."""
     folder = Path(folder)
-    return sorted(p.stem for p in folder.glob("*.pairs") if (folder / f"{p.stem}.features").exists())
+    stems = (p.stem for p in folder.glob("*.pairs"))
+    return sorted(s for s in stems if (folder / f"{s}.features").exists())
 
 
 def _parse_features(line: str, lineno: int, path: Path) -> tuple[bool, dict[int, float]]:
@@ -66,9 +67,9 @@ def load_domain(folder: str | Path, name: str) -> Domain:
     pairs_path, features_path = folder / f"{name}.pairs", folder / f"{name}.features"
     if not pairs_path.exists() or not features_path.exists():
         raise FileNotFoundError(f"no domain {name!r} in {folder} (want {name}.pairs and .features)")
-    rows = [line.rstrip("\n") for line in pairs_path.read_text(encoding="utf-8").splitlines()]
-    rows = [r for r in rows if r.strip()]
-    feature_lines = [ln for ln in features_path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    rows = [r for r in pairs_path.read_text(encoding="utf-8").splitlines() if r.strip()]
+    feature_text = features_path.read_text(encoding="utf-8")
+    feature_lines = [ln for ln in feature_text.splitlines() if ln.strip()]
     if len(rows) != len(feature_lines):
         raise ValueError(f"{name}: {len(rows)} pairs but {len(feature_lines)} feature rows")
     pairs: list[tuple[str, str]] = []
