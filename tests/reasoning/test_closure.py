@@ -1,0 +1,262 @@
+"""The closure against a brute-force fixpoint of the four completeness rules."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reasoning.closure import (
+    Closure,
+    ContradictionError,
+    InvalidLabelError,
+    Label,
+)
+from reasoning.data import domain_names, load_domain
+from tests.reasoning.bruteforce import fixpoint
+
+
+def _random_order(rng: random.Random, n: int, density: float) -> set[tuple[int, int]]:
+    """The positive pairs of a random strict order on range(n)."""
+    rank = list(range(n))
+    rng.shuffle(rank)
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(n))
+    graph.add_edges_from((rank[i], rank[j]) for i in range(n) for j in range(i + 1, n)
+                         if rng.random() < density)
+    return {(u, v) for u in graph for v in nx.descendants(graph, u)}
+
+
+def _labels_of(truth: set[tuple[int, int]], pairs) -> list[tuple[int, int, bool]]:
+    return [(a, b, (a, b) in truth) for a, b in pairs]
+
+
+def _state(closure: Closure) -> tuple[set, set]:
+    return set(closure.positive_pairs()), set(closure.negative_pairs())
+
+
+@st.composite
+def orders_and_labels(draw, max_n: int = 9):
+    """A random strict order and some of its true labels, in a random order."""
+    n = draw(st.integers(2, max_n))
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    truth = _random_order(rng, n, draw(st.sampled_from([0.1, 0.3, 0.6])))
+    pairs = [p for p in itertools.product(range(n), repeat=2) if p[0] != p[1]]
+    chosen = draw(st.lists(st.sampled_from(pairs), max_size=len(pairs), unique=True))
+    return n, truth, _labels_of(truth, chosen)
+
+
+@st.composite
+def arbitrary_labels(draw, max_n: int = 7):
+    """Labels that need not come from one order, so some contradict the ones before."""
+    n = draw(st.integers(2, max_n))
+    pairs = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda p: p[0] != p[1])
+    labels = draw(st.lists(st.tuples(pairs, st.booleans()), max_size=25))
+    return n, [(a, b, v) for (a, b), v in labels]
+
+
+@settings(max_examples=150, deadline=None)
+@given(orders_and_labels())
+def test_incremental_closure_equals_bruteforce_fixpoint(case):
+    n, _, labels = case
+    closure = Closure(range(n))
+    for a, b, value in labels:
+        closure.add_label(a, b, value)
+    positive, negative, contradictory = fixpoint(n, labels)
+    assert not contradictory
+    assert _state(closure) == (positive, negative)
+    assert closure.n_positive == len(positive) and closure.n_negative == len(negative)
+
+
+@settings(max_examples=150, deadline=None)
+@given(arbitrary_labels())
+def test_contradiction_verdict_equals_bruteforce(case):
+    n, labels = case
+    closure = Closure(range(n))
+    accepted: list[tuple[int, int, bool]] = []
+    for a, b, value in labels:
+        before = _state(closure)
+        contradicts = fixpoint(n, [*accepted, (a, b, value)])[2]
+        if contradicts:
+            with pytest.raises(ContradictionError) as info:
+                closure.add_label(a, b, value)
+            assert _state(closure) == before, "a refused label must change nothing"
+            proof = info.value.proof
+            assert (proof.a, proof.b, proof.positive) == (a, b, not value)
+            _assert_proof_derives(proof, set(map(tuple, accepted)), n)
+        else:
+            closure.add_label(a, b, value)
+            accepted.append((a, b, value))
+    assert _state(closure) == fixpoint(n, accepted)[:2]
+
+
+def _assert_proof_derives(proof, asserted: set, n: int) -> None:
+    used = {(lab.a, lab.b, lab.positive) for lab in proof.labels}
+    assert used <= asserted, "a proof may use asserted labels only"
+    positive, negative, _ = fixpoint(n, sorted(used))
+    assert (proof.a, proof.b) in (positive if proof.positive else negative)
+    for chain in proof.chains:
+        for x, y in itertools.pairwise(chain):
+            assert (x, y, True) in used
+
+
+@settings(max_examples=100, deadline=None)
+@given(orders_and_labels(), st.randoms(use_true_random=False))
+def test_insertion_order_bulk_and_incremental_agree(case, rng):
+    n, _, labels = case
+    shuffled = list(labels)
+    rng.shuffle(shuffled)
+    first, second = Closure(range(n)), Closure(range(n))
+    for a, b, value in labels:
+        first.add_label(a, b, value)
+    for a, b, value in shuffled:
+        second.add_label(a, b, value)
+    bulk = Closure.from_labels(labels, range(n))
+    assert _state(first) == _state(second) == _state(bulk)
+    assert bulk.asserted == {(a, b): v for a, b, v in labels}
+    for x, y in itertools.permutations(range(n), 2):
+        assert first.status(x, y) == bulk.status(x, y)
+
+
+@settings(max_examples=100, deadline=None)
+@given(orders_and_labels(), st.data())
+def test_retraction_equals_rebuild_from_the_rest(case, data):
+    n, _, labels = case
+    if not labels:
+        return
+    closure = Closure.from_labels(labels, range(n))
+    a, b, _ = data.draw(st.sampled_from(labels))
+    rest = [lab for lab in labels if (lab[0], lab[1]) != (a, b)]
+    retracted = closure.retract(a, b)
+    assert _state(retracted) == fixpoint(n, rest)[:2]
+    assert retracted.status(a, b).asserted is False
+    assert _state(closure) == fixpoint(n, labels)[:2], "retract must not change the original"
+
+
+@settings(max_examples=100, deadline=None)
+@given(orders_and_labels())
+def test_every_proof_uses_asserted_labels_and_derives_its_pair(case):
+    n, _, labels = case
+    closure = Closure.from_labels(labels, range(n))
+    asserted = set(labels)
+    for x, y in itertools.permutations(range(n), 2):
+        proof = closure.proof(x, y)
+        value = closure.status(x, y).value
+        if value is None:
+            assert proof is None
+            continue
+        assert proof is not None and proof.positive == value
+        _assert_proof_derives(proof, asserted, n)
+
+
+@settings(max_examples=100, deadline=None)
+@given(orders_and_labels())
+def test_graph_and_bitset_index_never_disagree(case):
+    n, _, labels = case
+    closure = Closure(range(n))
+    for a, b, value in labels:
+        closure.add_label(a, b, value)
+        reach = {(u, v) for u in closure.graph for v in nx.descendants(closure.graph, u)}
+        assert reach == set(closure.positive_pairs())
+    positive, negative = closure.matrices()
+    assert {tuple(p) for p in np.argwhere(positive)} == set(closure.positive_pairs())
+    assert {tuple(p) for p in np.argwhere(negative)} == set(closure.negative_pairs())
+    lower, upper = closure.query_bounds()
+    assert lower <= upper == closure.n_positive
+
+
+@settings(max_examples=60, deadline=None)
+@given(orders_and_labels())
+def test_update_reports_exactly_the_newly_decided_pairs(case):
+    n, _, labels = case
+    closure = Closure(range(n))
+    for a, b, value in labels:
+        before_pos, before_neg = _state(closure)
+        was_decided = closure.status(a, b).value is not None
+        update = closure.add_label(a, b, value)
+        after_pos, after_neg = _state(closure)
+        own = {(a, b)}
+        assert set(update.positive) == after_pos - before_pos - own
+        assert set(update.negative) == after_neg - before_neg - own
+        assert len(update.positive) == len(set(update.positive))
+        assert len(update.negative) == len(set(update.negative))
+        if was_decided:
+            assert not update.positive and not update.negative
+
+
+def test_self_pairs_and_unknown_concepts_are_invalid():
+    closure = Closure(["x", "y"])
+    with pytest.raises(InvalidLabelError):
+        closure.add_label("x", "x", True)
+    with pytest.raises(InvalidLabelError):
+        closure.add_label("x", "nowhere", False)
+    with pytest.raises(InvalidLabelError):
+        closure.status("y", "y")
+
+
+def test_reasserting_a_label_is_a_noop():
+    closure = Closure("abc")
+    closure.add_label("a", "b", True)
+    again = closure.add_label("a", "b", True)
+    assert again.recorded is False and not again.positive and not again.negative
+    assert len(closure.asserted) == 1
+
+
+def test_inferred_label_asserted_again_survives_retraction_of_its_premises():
+    closure = Closure("abc")
+    closure.add_label("a", "b", True)
+    closure.add_label("b", "c", True)
+    assert closure.status("a", "c").value is True and not closure.status("a", "c").asserted
+    update = closure.add_label("a", "c", True)
+    assert update.recorded and not update.positive and not update.negative
+    assert closure.status("a", "c").asserted
+    rest = closure.retract("a", "b").retract("b", "c")
+    assert rest.status("a", "c") == rest.status("a", "c").__class__(True, True)
+    assert rest.status("c", "a").value is False
+
+
+def test_contradiction_carries_a_chain_proof():
+    closure = Closure("abcd")
+    closure.add_label("a", "b", True)
+    closure.add_label("b", "c", True)
+    closure.add_label("a", "d", False)
+    with pytest.raises(ContradictionError) as info:
+        closure.add_label("c", "a", True)
+    proof = info.value.proof
+    assert proof.positive is False and proof.chains == (("a", "b", "c"),)
+    assert set(proof.labels) == {Label("a", "b", True), Label("b", "c", True)}
+    with pytest.raises(ContradictionError) as info:
+        closure.add_label("b", "d", True)  # a ≺ b, (a, d) negative ⇒ (b, d) negative
+    assert Label("a", "d", False) in info.value.proof.labels
+
+
+def test_concepts_can_be_added_after_labels():
+    closure = Closure("ab")
+    closure.add_label("a", "b", True)
+    closure.add_concept("c")
+    update = closure.add_label("b", "c", True)
+    assert update.positive == [("a", "c")]
+    assert closure.status("c", "a").value is False
+
+
+@pytest.mark.parametrize("name", ["data_mining", "geometry", "precalculus"])
+def test_real_domain_closes_without_contradiction_and_deduces_the_truth(al_cpl, name):
+    assert name in domain_names(al_cpl)
+    domain = load_domain(al_cpl, name)
+    labels = list(zip(*zip(*domain.pairs, strict=True), domain.labels.tolist(), strict=True))
+    rng = random.Random(0)
+    rng.shuffle(labels)
+    closure = Closure(domain.concepts)
+    for a, b, value in labels:
+        closure.add_label(a, b, value)
+    bulk = Closure.from_labels(labels, domain.concepts)
+    assert _state(bulk) == _state(closure)
+    half = Closure.from_labels(labels[: len(labels) // 2], domain.concepts)
+    for (a, b), value in zip(domain.pairs, domain.labels.tolist(), strict=True):
+        assert closure.status(a, b).value is value
+        assert half.status(a, b).value in (None, value)
