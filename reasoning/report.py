@@ -1,0 +1,245 @@
+"""Tables and plots of a simulation: the paper's Figure 2 (AUC) and Figure 3 (labeled pairs).
+
+:func:`write_outputs` writes, into one folder:
+
+* ``curves.csv``: ``domain,strategy,repeat,queries,labeled,auc,closure_seconds``, one row per
+  evaluation point of every run;
+* ``summary.csv``: per domain, strategy and number of queries, the mean AUC with its 95%
+  confidence interval (Student t over the repeats) and the mean labeled-set size;
+* ``summary.md``: the same at 50, 100, 150 queries (or what was run) as a Markdown table;
+* ``runs.csv`` and ``timing.csv``: seconds per run and wall time per domain;
+* ``auc.png`` (LC family and QBC family per domain) and ``labeled.png``.
+
+``python -m reasoning.report DIR`` rebuilds the summary and the plots from ``DIR/curves.csv``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+from scipy import stats
+
+__all__ = [
+    "CURVE_FIELDS",
+    "SUMMARY_FIELDS",
+    "markdown_table",
+    "plot_auc",
+    "plot_labeled",
+    "read_curves",
+    "rebuild",
+    "summarize",
+    "write_csv",
+    "write_outputs",
+]
+
+CURVE_FIELDS = ("domain", "strategy", "repeat", "queries", "labeled", "auc", "closure_seconds")
+SUMMARY_FIELDS = ("domain", "strategy", "queries", "runs", "auc_mean", "auc_ci_low",
+                  "auc_ci_high", "auc_half_width", "labeled_mean", "labeled_half_width")
+_ORDER = ("Random", "LC", "QBC", "Random-R", "LC-R", "QBC-R", "CNT", "LC-R+", "QBC-R+")
+_FAMILIES = {"LC": ("LC", "LC-R", "LC-R+"), "QBC": ("QBC", "QBC-R", "QBC-R+")}
+_REFERENCES = {"Random": ("grey", ":"), "Random-R": ("grey", "--"), "CNT": ("black", "-.")}
+_LEVEL_COLOR = ("tab:blue", "tab:orange", "tab:green")  # no reasoning, -R, -R+
+
+
+def write_csv(path: Path, rows: Iterable[dict], fields: Sequence[str]) -> None:
+    """Write ``rows`` with the columns ``fields`` (floats with 6 significant digits)."""
+    with Path(path).open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(fields), extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v)
+                             for k, v in row.items()})
+
+
+def read_curves(path: str | Path) -> list[dict]:
+    """The rows of a ``curves.csv`` with numbers parsed."""
+    with Path(path).open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        for key in ("repeat", "queries", "labeled"):
+            row[key] = int(row[key])
+        for key in ("auc", "closure_seconds"):
+            if key in row:
+                row[key] = float(row[key])
+    return rows
+
+
+def _mean_ci(values: Sequence[float]) -> tuple[float, float]:
+    """The mean and the half-width of its 95% Student-t confidence interval (nan for n < 2)."""
+    data = np.asarray(values, dtype=np.float64)
+    mean = float(data.mean())
+    if len(data) < 2:
+        return mean, math.nan
+    sem = float(data.std(ddof=1)) / math.sqrt(len(data))
+    return mean, float(stats.t.ppf(0.975, len(data) - 1)) * sem
+
+
+def _strategy_key(name: str) -> int:
+    return _ORDER.index(name) if name in _ORDER else len(_ORDER)
+
+
+def summarize(rows: Iterable[dict]) -> list[dict]:
+    """Mean AUC (95% CI) and mean labeled-set size per domain, strategy and number of queries.
+
+    Examples
+    --------
+    >>> rows = [{"domain": "d", "strategy": "LC", "repeat": r, "queries": 0,
+    ...          "labeled": 20, "auc": a} for r, a in enumerate([0.6, 0.8])]
+    >>> s = summarize(rows)[0]
+    >>> round(s["auc_mean"], 2), s["runs"], s["labeled_mean"]
+    (0.7, 2, 20.0)
+    """
+    groups: dict[tuple[str, str, int], list[dict]] = defaultdict(list)
+    for row in rows:
+        groups[(row["domain"], row["strategy"], int(row["queries"]))].append(row)
+    summary = []
+    for (domain, strategy, queries), items in groups.items():
+        auc, auc_half = _mean_ci([r["auc"] for r in items])
+        labeled, labeled_half = _mean_ci([r["labeled"] for r in items])
+        summary.append({"domain": domain, "strategy": strategy, "queries": queries,
+                        "runs": len(items), "auc_mean": auc, "auc_ci_low": auc - auc_half,
+                        "auc_ci_high": auc + auc_half, "auc_half_width": auc_half,
+                        "labeled_mean": labeled, "labeled_half_width": labeled_half})
+    summary.sort(key=lambda s: (s["domain"], _strategy_key(s["strategy"]), s["queries"]))
+    return summary
+
+
+def _series(summary: list[dict], domain: str, strategy: str, key: str):
+    items = [s for s in summary if s["domain"] == domain and s["strategy"] == strategy]
+    q = np.array([s["queries"] for s in items])
+    mean = np.array([s[f"{key}_mean"] for s in items])
+    half = np.array([s[f"{key}_half_width"] for s in items])
+    return q, mean, half
+
+
+def _domains(summary: list[dict]) -> list[str]:
+    return sorted({s["domain"] for s in summary})
+
+
+def _present(summary: list[dict], domain: str) -> set[str]:
+    return {s["strategy"] for s in summary if s["domain"] == domain}
+
+
+def plot_auc(summary: list[dict], path: str | Path) -> None:
+    """Figure 2: AUC against queries with 95% bands; LC family and QBC family per domain.
+
+    Each panel shows a family with and without reasoning (bands) and the references Random,
+    Random-R and CNT (lines).
+    """
+    domains = _domains(summary)
+    fig = Figure(figsize=(11, 3.6 * len(domains)), layout="constrained")
+    axes = fig.subplots(len(domains), 2, squeeze=False)
+    for row, domain in zip(axes, domains, strict=True):
+        present = _present(summary, domain)
+        for ax, (fam, members) in zip(row, _FAMILIES.items(), strict=True):
+            for name, (color, style) in _REFERENCES.items():
+                if name in present:
+                    q, mean, _ = _series(summary, domain, name, "auc")
+                    ax.plot(q, mean, color=color, linestyle=style, linewidth=1, label=name)
+            for color, name in zip(_LEVEL_COLOR, members, strict=True):
+                if name in present:
+                    q, mean, half = _series(summary, domain, name, "auc")
+                    ax.plot(q, mean, color=color, linewidth=2, label=name)
+                    ax.fill_between(q, mean - half, mean + half, color=color, alpha=0.2)
+            ax.set_title(f"{domain}: {fam} family")
+            ax.set_xlabel("queries")
+            ax.set_ylabel("ROC AUC (test pairs)")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8, loc="lower right")
+    fig.savefig(path, dpi=110)
+
+
+def plot_labeled(summary: list[dict], path: str | Path) -> None:
+    """Figure 3: the labeled-set size against queries, every strategy, one panel per domain."""
+    domains = _domains(summary)
+    fig = Figure(figsize=(5.2 * len(domains), 4), layout="constrained")
+    axes = fig.subplots(1, len(domains), squeeze=False)[0]
+    styles = {"random": ":", "lc": "-", "qbc": "--"}
+    for ax, domain in zip(axes, domains, strict=True):
+        present = _present(summary, domain)
+        for level, names in enumerate((("Random", "LC", "QBC"), ("Random-R", "LC-R", "QBC-R"),
+                                       ("CNT", "LC-R+", "QBC-R+"))):
+            for name, style in zip(names, styles.values(), strict=True):
+                if name in present:
+                    q, mean, half = _series(summary, domain, name, "labeled")
+                    ax.plot(q, mean, color=_LEVEL_COLOR[level], linestyle=style, label=name)
+                    ax.fill_between(q, mean - half, mean + half, color=_LEVEL_COLOR[level],
+                                    alpha=0.12)
+        ax.set_title(domain)
+        ax.set_xlabel("queries")
+        ax.set_ylabel("labeled train pairs")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, ncol=3)
+    fig.savefig(path, dpi=110)
+
+
+def _at(summary: list[dict], marks: Sequence[int]) -> list[int]:
+    """The requested marks that were evaluated, else the last evaluation point."""
+    evaluated = sorted({s["queries"] for s in summary})
+    chosen = [q for q in marks if q in evaluated]
+    return chosen or evaluated[-1:]
+
+
+def markdown_table(summary: list[dict], marks: Sequence[int] = (50, 100, 150)) -> str:
+    """Mean AUC ± CI half-width at ``marks`` queries and the labeled-set size at the last mark."""
+    marks = _at(summary, marks)
+    index = {(s["domain"], s["strategy"], s["queries"]): s for s in summary}
+    lines = []
+    for domain in _domains(summary):
+        strategies = sorted(_present(summary, domain), key=_strategy_key)
+        runs = max(s["runs"] for s in summary if s["domain"] == domain)
+        lines += [f"### {domain} ({runs} repeats)", "",
+                  "| strategy | " + " | ".join(f"AUC @{q}" for q in marks)
+                  + f" | labeled @{marks[-1]} |",
+                  "|---" * (len(marks) + 2) + "|"]
+        for name in strategies:
+            cells = []
+            for q in marks:
+                s = index.get((domain, name, q))
+                cells.append("" if s is None
+                             else f"{s['auc_mean']:.3f} ± {s['auc_half_width']:.3f}")
+            last = index.get((domain, name, marks[-1]))
+            labeled = "" if last is None else f"{last['labeled_mean']:.0f}"
+            lines.append(f"| {name} | " + " | ".join(cells) + f" | {labeled} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_outputs(out: Path, rows: list[dict], runs: list[dict], timing: list[dict], *,
+                  domains: Sequence[str]) -> None:
+    """Write every file of a simulation into ``out`` (see the module docstring)."""
+    order = {d: i for i, d in enumerate(domains)}
+    rows = sorted(rows, key=lambda r: (order.get(r["domain"], 0), _strategy_key(r["strategy"]),
+                                       r["repeat"], r["queries"]))
+    runs = sorted(runs, key=lambda r: (order.get(r["domain"], 0), _strategy_key(r["strategy"]),
+                                       r["repeat"]))
+    write_csv(out / "curves.csv", rows, CURVE_FIELDS)
+    write_csv(out / "runs.csv", runs, ("domain", "strategy", "repeat", "seconds",
+                                       "closure_seconds"))
+    write_csv(out / "timing.csv", timing, ("domain", "runs", "jobs", "wall_seconds",
+                                           "run_seconds"))
+    rebuild(out)
+
+
+def rebuild(out: str | Path) -> list[dict]:
+    """Summary, Markdown table and plots from ``out/curves.csv``; returns the summary."""
+    out = Path(out)
+    summary = summarize(read_curves(out / "curves.csv"))
+    write_csv(out / "summary.csv", summary, SUMMARY_FIELDS)
+    (out / "summary.md").write_text(markdown_table(summary), encoding="utf-8")
+    plot_auc(summary, out / "auc.png")
+    plot_labeled(summary, out / "labeled.png")
+    return summary
+
+
+if __name__ == "__main__":  # pragma: no cover
+    for folder in sys.argv[1:]:
+        rebuild(folder)
+        print((Path(folder) / "summary.md").read_text(encoding="utf-8"))

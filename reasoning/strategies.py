@@ -1,0 +1,385 @@
+"""The nine query strategies of Liang et al. (2018), Table 3, and batch selection.
+
+A strategy is a small *score* function over the candidate pool pairs plus a separate
+*selection* step (the best ``k`` with a seeded random tie-break), in the manner of modAL:
+
+======== ============ ====================== ========================================
+family   no reasoning ``-R``: closure labels ``-R+``: closure also scores the question
+======== ============ ====================== ========================================
+random   ``Random``   ``Random-R``           ``CNT``
+LC       ``LC``       ``LC-R``               ``LC-R+``
+QBC      ``QBC``      ``QBC-R``              ``QBC-R+``
+======== ============ ====================== ========================================
+
+* ``Random``: every candidate scores the same; the tie-break picks uniformly.
+* ``LC`` (least confident): ``1 - max(p, 1 - p)`` with ``p`` the probability of *positive*.
+* ``QBC`` (query by committee): the number of members that disagree with the majority.
+* ``-R+`` (Eq. 4–6): ``min(F(a, b, +), F(a, b, −))``, the weight that either answer is sure to
+  decide among the undecided pool pairs (:func:`reasoning.gains.candidate_gains`), with the
+  weights of ``shared/design/closure.md``: CNT 1/1, LC-R+ ``1 - p``/``p``, QBC-R+ the number of
+  members voting negative/positive.
+
+With ``k > 1`` the batch holds no pair that either answer to another pair of the batch would
+decide (:func:`entangled`): such a question would be wasted once the other is answered.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from reasoning.classifiers import (
+    COMMITTEE_SIZE,
+    Committee,
+    committee_votes,
+    make_probabilistic,
+    positive_proba,
+)
+from reasoning.closure import Closure
+from reasoning.gains import candidate_gains
+
+__all__ = [
+    "MIN_TRAIN_ROWS",
+    "STRATEGY_NAMES",
+    "Scores",
+    "Selection",
+    "disagreement",
+    "entangled",
+    "family",
+    "fit_model",
+    "least_confidence",
+    "needs_model",
+    "parse_strategy",
+    "predict_proba",
+    "rank",
+    "score_candidates",
+    "scores_by_gain",
+    "select",
+    "select_batch",
+    "uses_closure",
+    "uses_gains",
+]
+
+STRATEGY_NAMES = ("Random", "LC", "QBC", "Random-R", "LC-R", "QBC-R", "CNT", "LC-R+", "QBC-R+")
+"""The strategies in the order of the paper's Table 3."""
+
+MIN_TRAIN_ROWS = 2
+"""Fewer labeled rows than this and no model is fitted (the strategy falls back to p = 0.5)."""
+
+_FAMILY = {"Random": "random", "Random-R": "random", "CNT": "random",
+           "LC": "lc", "LC-R": "lc", "LC-R+": "lc",
+           "QBC": "qbc", "QBC-R": "qbc", "QBC-R+": "qbc"}
+_GAINS = frozenset({"CNT", "LC-R+", "QBC-R+"})
+_PLAIN = frozenset({"Random", "LC", "QBC"})
+_BY_KEY = {name.lower(): name for name in STRATEGY_NAMES}
+
+predict_proba = positive_proba  # the name the service uses
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The chosen pool rows, best first, with their scores.
+
+    ``gain_positive``/``gain_negative`` are the weights each answer would newly decide
+    (``-R+`` strategies and CNT only, else None).
+    """
+
+    rows: np.ndarray
+    scores: np.ndarray
+    gain_positive: np.ndarray | None = None
+    gain_negative: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Scores:
+    """The score of every candidate pool row (``rows``), before selection."""
+
+    rows: np.ndarray
+    scores: np.ndarray
+    gain_positive: np.ndarray | None = None
+    gain_negative: np.ndarray | None = None
+
+
+# ---------------------------------------------------------------------------- names
+def parse_strategy(text: str) -> str:
+    """The canonical name of a strategy, read leniently.
+
+    Case does not matter; a trailing ``plus`` may stand for ``+``, and a trailing
+    space stands for a ``+`` that a query string decoded into a space.
+
+    Examples
+    --------
+    >>> parse_strategy("lc-r+"), parse_strategy("QBC-Rplus"), parse_strategy("LC-R ")
+    ('LC-R+', 'QBC-R+', 'LC-R+')
+    """
+    raw = str(text)
+    key = re.sub(r"\s*plus$", "+", raw.strip().lower().replace("_", "-"))
+    spellings = [key + "+", key] if raw.endswith(" ") else [key]
+    for spelling in spellings:
+        if spelling in _BY_KEY:
+            return _BY_KEY[spelling]
+    raise ValueError(f"unknown strategy {text!r}; valid: {', '.join(STRATEGY_NAMES)}")
+
+
+def family(strategy: str) -> str:
+    """``"random"``, ``"lc"`` or ``"qbc"``: which model (if any) scores the candidates."""
+    return _FAMILY[parse_strategy(strategy)]
+
+
+def uses_closure(strategy: str) -> bool:
+    """True when every pair the closure decides joins the labeled set (``-R``, ``-R+``, CNT)."""
+    return parse_strategy(strategy) not in _PLAIN
+
+
+def uses_gains(strategy: str) -> bool:
+    """True when the closure also scores the question (``-R+`` and CNT)."""
+    return parse_strategy(strategy) in _GAINS
+
+
+def needs_model(strategy: str) -> bool:
+    """False for the strategies that never look at a classifier (Random, Random-R, CNT)."""
+    return family(strategy) != "random"
+
+
+# ---------------------------------------------------------------------------- models
+def fit_model(strategy: str, X, y, *, random_state: int | None = None, estimator=None):
+    """Fit the strategy's model on labeled rows, or return None when it cannot be fitted.
+
+    Parameters
+    ----------
+    strategy : str
+        A strategy name; LC family → probabilistic classifier, QBC family → committee.
+    X : array of shape (m, f)
+    y : array of shape (m,)
+        True (1) for positive rows.
+    random_state : int, optional
+    estimator : classifier, optional
+        Replaces the default: the probabilistic classifier of the LC family (needs
+        ``predict_proba``), or the base classifier of the QBC committee.
+
+    Returns
+    -------
+    A fitted estimator, or None for the random family, with fewer than
+    :data:`MIN_TRAIN_ROWS` rows, or with a single class in ``y`` (callers then use p = 0.5).
+    """
+    kind = family(strategy)
+    y = np.asarray(y).astype(np.int64)
+    if kind == "random" or len(y) < MIN_TRAIN_ROWS or len(np.unique(y)) < 2:
+        return None
+    X = np.asarray(X, dtype=np.float64)
+    if kind == "lc":
+        if estimator is None:
+            model = make_probabilistic(random_state)
+        else:
+            from sklearn.base import clone
+
+            model = clone(estimator)
+    else:
+        model = Committee(estimator, n_members=COMMITTEE_SIZE, random_state=random_state)
+    return model.fit(X, y)
+
+
+# ---------------------------------------------------------------------------- scores
+def least_confidence(p: np.ndarray) -> np.ndarray:
+    """``1 - max(p, 1 - p)``: largest (0.5) where the model is least sure.
+
+    Examples
+    --------
+    >>> least_confidence(np.array([0.5, 0.9, 0.2])).round(2).tolist()
+    [0.5, 0.1, 0.2]
+    """
+    p = np.asarray(p, dtype=np.float64)
+    return 1.0 - np.maximum(p, 1.0 - p)
+
+
+def disagreement(votes: np.ndarray) -> np.ndarray:
+    """Members disagreeing with the majority: ``min(#positive, #negative)`` per column.
+
+    Examples
+    --------
+    >>> disagreement(np.array([[1, 1, 0], [1, 0, 0], [1, 1, 0]])).tolist()
+    [0, 1, 0]
+    """
+    votes = np.asarray(votes, dtype=np.int64)
+    positive = votes.sum(axis=0)
+    return np.minimum(positive, len(votes) - positive)
+
+
+def scores_by_gain(gain_positive: np.ndarray, gain_negative: np.ndarray) -> np.ndarray:
+    """Eq. (4): the weight decided whichever the answer, ``min(F(+), F(−))``."""
+    return np.minimum(gain_positive, gain_negative)
+
+
+def _probabilities(model, X: np.ndarray) -> np.ndarray:
+    return np.full(len(X), 0.5) if model is None else positive_proba(model, X)
+
+
+def _votes(model, X: np.ndarray) -> np.ndarray | None:
+    return None if model is None else committee_votes(model, X)
+
+
+def _gain_weights(strategy: str, model, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weights of each pool pair becoming positive / negative (closure.md's table)."""
+    kind = family(strategy)
+    if kind == "lc" and model is not None:
+        p = positive_proba(model, X)
+        return 1.0 - p, p
+    if kind == "qbc" and model is not None:
+        votes = committee_votes(model, X)
+        positive = votes.sum(axis=0).astype(np.float64)
+        return len(votes) - positive, positive
+    # CNT, or no model yet: every pair counts the same
+    return np.ones(len(X)), np.ones(len(X))
+
+
+def score_candidates(strategy: str, *, closure: Closure | None, pool, X, candidates,
+                     model=None) -> Scores:
+    """The score of every candidate pool row under ``strategy`` (larger is better).
+
+    Parameters
+    ----------
+    strategy : str
+    closure : Closure or None
+        Needed by the ``-R+`` strategies and CNT; the pool's indices refer to its concepts.
+    pool : array of shape (m, 2)
+        Pool pairs as concept indices.
+    X : array of shape (m, f)
+        Features of the pool pairs (for the model).
+    candidates : bool array of shape (m,)
+        The pool rows that may be asked.
+    model : fitted estimator, optional
+        From :func:`fit_model`; None means p = 0.5 (no committee disagreement).
+
+    Notes
+    -----
+    The gains weigh the undecided rows of ``pool`` only, so a caller that keeps test pairs
+    out of ``pool`` keeps them out of the score.
+    """
+    strategy = parse_strategy(strategy)
+    pool = np.asarray(pool, dtype=np.int64).reshape(-1, 2)
+    X = np.asarray(X, dtype=np.float64)
+    rows = np.flatnonzero(np.asarray(candidates, dtype=bool))
+    if len(rows) == 0:
+        return Scores(rows, np.zeros(0))
+    if strategy in _GAINS:
+        if closure is None:
+            raise ValueError(f"{strategy} needs the closure")
+        wp, wn = _gain_weights(strategy, model, X)
+        gp, gn = candidate_gains(closure, pool[rows], pool, wp, wn)
+        return Scores(rows, scores_by_gain(gp, gn), gp, gn)
+    kind = family(strategy)
+    if kind == "lc":
+        return Scores(rows, least_confidence(_probabilities(model, X[rows])))
+    if kind == "qbc":
+        votes = _votes(model, X[rows])
+        score = np.zeros(len(rows)) if votes is None else disagreement(votes).astype(float)
+        return Scores(rows, score)
+    return Scores(rows, np.zeros(len(rows)))
+
+
+# ---------------------------------------------------------------------------- selection
+def rank(scores: np.ndarray, random_state=None) -> np.ndarray:
+    """Positions of ``scores`` best first, equal scores in a seeded random order.
+
+    Examples
+    --------
+    >>> rank(np.array([0.1, 0.7, 0.3]), random_state=0).tolist()
+    [1, 2, 0]
+    """
+    rng = np.random.default_rng(random_state)
+    scores = np.asarray(scores, dtype=np.float64)
+    shuffled = rng.permutation(len(scores))
+    return shuffled[np.argsort(-scores[shuffled], kind="stable")]
+
+
+def _reflexive(closure: Closure) -> tuple[np.ndarray, np.ndarray]:
+    """``R = I + P`` and ``NI = I + N`` as dense boolean matrices."""
+    positive, negative = closure.matrices()
+    eye = np.eye(closure.n, dtype=bool)
+    return positive | eye, negative | eye
+
+
+def entangled(closure: Closure, pair, pairs, *, matrices=None) -> np.ndarray:
+    """Which of ``pairs`` are decided by an answer to ``pair``, or decide it by theirs.
+
+    With ``R = I + P`` and ``NI = I + N``: a positive ``(a, b)`` decides
+    ``A*(a) × D*(b) ∪ D*(b) × NR*(a) ∪ NC*(b) × A*(a)``, a negative one ``D*(a) × A*(b)``
+    (closure.md); the test runs both ways.
+
+    Parameters
+    ----------
+    closure : Closure
+    pair : (a, b) concept indices
+    pairs : array of shape (k, 2) concept indices
+    matrices : (R, NI), optional
+        Precomputed by the caller when it checks many pairs against the same closure.
+
+    Returns
+    -------
+    bool array of shape (k,)
+    """
+    r, ni = _reflexive(closure) if matrices is None else matrices
+    a, b = int(pair[0]), int(pair[1])
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    x, y = pairs[:, 0], pairs[:, 1]
+    return (_decided_by(r, ni, a, b, x, y)
+            | _decided_by(r, ni, x, y, np.full_like(x, a), np.full_like(y, b)))
+
+
+def _decided_by(r, ni, a, b, x, y) -> np.ndarray:
+    """Whether an answer to ``(a, b)`` decides ``(x, y)`` (elementwise over arrays)."""
+    positive = (r[x, a] & r[b, y]) | (r[b, x] & ni[a, y]) | (ni[x, b] & r[y, a])
+    negative = r[a, x] & r[y, b]
+    return positive | negative
+
+
+def select_batch(closure: Closure | None, pairs, scores, k: int, random_state=None) -> np.ndarray:
+    """Positions of up to ``k`` best ``scores`` such that no two chosen pairs entangle.
+
+    Greedy in rank order: a pair is skipped when an answer to an already chosen pair would
+    decide it, or an answer to it would decide an already chosen pair. Without a closure only
+    the ranking applies.
+    """
+    order = rank(scores, random_state)
+    if k <= 1 or closure is None:
+        return order[:max(k, 0)]
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    matrices = _reflexive(closure)
+    blocked = np.zeros(len(order), dtype=bool)
+    chosen: list[int] = []
+    for position in order:
+        if blocked[position]:
+            continue
+        chosen.append(int(position))
+        if len(chosen) == k:
+            break
+        blocked |= entangled(closure, pairs[position], pairs, matrices=matrices)
+    return np.array(chosen, dtype=np.int64)
+
+
+def select(strategy: str, *, closure: Closure | None, pool, X, candidates, model=None,
+           k: int = 1, random_state=None) -> Selection:
+    """Choose up to ``k`` pool rows to ask, best first.
+
+    Scores every candidate (:func:`score_candidates`), then keeps the best ones with a seeded
+    random tie-break (:func:`rank`); with ``k > 1`` no chosen row is decided by either answer
+    to another chosen row (:func:`select_batch`).
+
+    Examples
+    --------
+    >>> c = Closure(range(3))
+    >>> pool = np.array([[0, 1], [1, 2], [0, 2]])
+    >>> s = select("CNT", closure=c, pool=pool, X=np.zeros((3, 1)),
+    ...            candidates=np.ones(3, dtype=bool), k=2, random_state=0)
+    >>> len(s.rows)
+    2
+    """
+    pool = np.asarray(pool, dtype=np.int64).reshape(-1, 2)
+    scored = score_candidates(strategy, closure=closure, pool=pool, X=X,
+                              candidates=candidates, model=model)
+    picked = select_batch(closure, pool[scored.rows], scored.scores, k, random_state)
+    gp = None if scored.gain_positive is None else scored.gain_positive[picked]
+    gn = None if scored.gain_negative is None else scored.gain_negative[picked]
+    return Selection(scored.rows[picked], scored.scores[picked], gp, gn)
