@@ -1,0 +1,356 @@
+"""What the reliability tests share: a real `sporal serve` process, databases, an order, an oracle.
+
+The tests drive the service the way a team does: a real server process on a free loopback
+port, clients over HTTP in threads, and an independent recomputation of what the database
+should hold. Nothing here imports the service: the tests see only its REST contract.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+__all__ = [
+    "POSTGRES_URL_VARIABLE",
+    "Order",
+    "Server",
+    "closure_fixpoint",
+    "create_project",
+    "fetch_decided",
+    "fetch_asserted",
+    "free_port",
+    "generate_order",
+    "postgres_database",
+    "sqlite_url",
+]
+
+POSTGRES_URL_VARIABLE = "SPORAL_TEST_POSTGRES_URL"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# --------------------------------------------------------------------------------------------
+# Databases
+# --------------------------------------------------------------------------------------------
+
+
+def sqlite_url(path: Path) -> str:
+    """The SQLAlchemy URL of a SQLite file."""
+    return f"sqlite:///{path}"
+
+
+@contextlib.contextmanager
+def postgres_database(base_url: str) -> Iterator[str]:
+    """A fresh, empty database on the server of ``base_url``; dropped afterwards.
+
+    Each test gets its own database so that tests never see each other's projects and a
+    half-migrated schema of a failed test cannot leak into the next one.
+    """
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    url = make_url(base_url)
+    admin = url.set(drivername="postgresql").render_as_string(hide_password=False)
+    name = f"sporal_rel_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# --------------------------------------------------------------------------------------------
+# The server process
+# --------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _serve_command() -> list[str]:
+    """The installed `sporal` console script, or the same CLI through this interpreter."""
+    script = Path(sys.executable).with_name("sporal")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("sporal")
+    if found:
+        return [found]
+    return [sys.executable, "-m", "app.cli"]
+
+
+@dataclass
+class Server:
+    """A `sporal serve` process on 127.0.0.1, in its own process group.
+
+    The process group matters: with ``--workers`` uvicorn forks children, and a crash test
+    must kill all of them at once, as a power cut or the OOM killer would.
+    """
+
+    database_url: str
+    log_dir: Path
+    port: int = field(default_factory=free_port)
+    workers: int = 1
+    env: dict[str, str] = field(default_factory=dict)
+    startup_timeout: float = 90.0
+    process: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.log_dir / f"server-{self.port}.log"
+
+    def start(self, wait: bool = True) -> Server:
+        """Start the process (on the same port and database as before, after a kill)."""
+        if self.process is not None and self.process.poll() is None:
+            raise RuntimeError("the server is already running")
+        env = dict(os.environ)
+        env.pop("SPORAL_ADMIN_KEY", None)
+        env.update({"SPORAL_DATABASE_URL": self.database_url, "PYTHONUNBUFFERED": "1"})
+        env.update(self.env)
+        command = [*_serve_command(), "serve", "--host", "127.0.0.1", "--port", str(self.port)]
+        if self.workers != 1:
+            command += ["--workers", str(self.workers)]
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n=== start {self.starts}: {' '.join(command)}\n".encode())
+            log.flush()
+            self.process = subprocess.Popen(command, cwd=self.log_dir, env=env, stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+        self.starts += 1
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self) -> None:
+        """Block until GET /health answers 200; fail with the server's log if it dies."""
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self.process is None or self.process.poll() is not None:
+                raise RuntimeError(f"the server exited during start-up:\n{self.log_tail()}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{self.base_url}/health", timeout=2.0).status_code == 200:
+                    return
+            time.sleep(0.05)
+        raise RuntimeError(f"the server did not answer /health in time:\n{self.log_tail()}")
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group: no shutdown handler runs, as in a crash."""
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        """A clean stop (SIGTERM, then SIGKILL after a grace period)."""
+        if self.process is None or self.process.poll() is not None:
+            self._reap_group()
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self._reap_group()
+
+    def _reap_group(self) -> None:
+        # Forked workers may outlive their parent; never leave them holding the port or the DB.
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+
+    def log_tail(self, lines: int = 60) -> str:
+        if not self.log_path.exists():
+            return "(no log)"
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def __enter__(self) -> Server:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# --------------------------------------------------------------------------------------------
+# A generated strict order and an independent closure
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Order:
+    """A random strict partial order: concept names and the truth matrix ``less[i, j]``."""
+
+    concepts: list[str]
+    less: np.ndarray
+
+    def label(self, a: str, b: str) -> str:
+        i, j = self.index[a], self.index[b]
+        return "positive" if self.less[i, j] else "negative"
+
+    @property
+    def index(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.concepts)}
+
+
+def generate_order(n: int, *, parents: int = 2, seed: int = 0) -> Order:
+    """A random DAG on ``n`` concepts (each with up to ``parents`` earlier parents), closed.
+
+    Names carry a space, a slash and a non-ASCII letter, which the contract allows, so the
+    tests also cross the URL and JSON encoding of real names.
+    """
+    rng = random.Random(seed)
+    ranks = list(range(n))
+    rng.shuffle(ranks)
+    less = np.zeros((n, n), dtype=bool)
+    for position in range(1, n):
+        child = ranks[position]
+        for parent in rng.sample(ranks[:position], k=min(position, rng.randint(0, parents))):
+            less[parent, child] = True
+    less = _transitive_closure(less)
+    return Order([f"concept {i:03d}/é" for i in range(n)], less)
+
+
+def _transitive_closure(relation: np.ndarray) -> np.ndarray:
+    """Warshall's algorithm, one pivot at a time."""
+    closed = relation.copy()
+    for k in range(closed.shape[0]):
+        closed |= np.outer(closed[:, k], closed[k, :])
+    return closed
+
+
+def closure_fixpoint(
+    concepts: list[str], labels: list[tuple[str, str, str]]
+) -> dict[tuple[str, str], str]:
+    """Every pair decided by ``labels`` under rules (i)-(iv), found by iterating the rules.
+
+    Independent of the service's closed form: positives are the transitive closure of the
+    asserted positives (Warshall); negatives start from the asserted negatives and grow by
+    applying (ii), (iii) and (iv) as boolean matrix products until nothing changes.
+
+    Raises
+    ------
+    AssertionError
+        When the labels are contradictory (a cycle of positives, or a pair both ways): the
+        service must never have stored such a set.
+    """
+    index = {name: i for i, name in enumerate(concepts)}
+    n = len(concepts)
+    positive = np.zeros((n, n), dtype=bool)
+    negative = np.zeros((n, n), dtype=bool)
+    for a, b, label in labels:
+        (positive if label == "positive" else negative)[index[a], index[b]] = True
+    positive = _transitive_closure(positive)  # rule (i)
+    while True:
+        pos, neg = positive.astype(np.int32), negative.astype(np.int32)
+        grown = (
+            negative
+            | (pos.T @ neg > 0)  # (ii) a≺b ∧ (a,c)− ⇒ (b,c)−
+            | (neg @ pos.T > 0)  # (iii) b≺c ∧ (a,c)− ⇒ (a,b)−
+            | positive.T  # (iv) a≺b ⇒ (b,a)−
+        )
+        np.fill_diagonal(grown, False)  # (a, a) is no pair of the closure
+        if np.array_equal(grown, negative):
+            break
+        negative = grown
+    assert not positive.diagonal().any(), "the stored labels hold a cycle of positives"
+    assert not (positive & negative).any(), "the stored labels contradict each other"
+    decided: dict[tuple[str, str], str] = {}
+    for i, j in zip(*np.nonzero(positive), strict=True):
+        decided[concepts[i], concepts[j]] = "positive"
+    for i, j in zip(*np.nonzero(negative), strict=True):
+        decided[concepts[i], concepts[j]] = "negative"
+    return decided
+
+
+def sample_labels(
+    order: Order, count: int, *, flip: float = 0.0, seed: int = 0
+) -> list[tuple[str, str, str]]:
+    """``count`` distinct random pairs with their true label, a fraction ``flip`` reversed."""
+    rng = random.Random(seed)
+    n = len(order.concepts)
+    pairs = rng.sample([(i, j) for i, j in itertools.permutations(range(n), 2)], k=count)
+    labels = []
+    for i, j in pairs:
+        truth = bool(order.less[i, j])
+        value = truth != (rng.random() < flip)
+        labels.append((order.concepts[i], order.concepts[j], "positive" if value else "negative"))
+    return labels
+
+
+# --------------------------------------------------------------------------------------------
+# Talking to the service
+# --------------------------------------------------------------------------------------------
+
+
+def create_project(
+    client: httpx.Client, concepts: list[str], *, name: str | None = None
+) -> int:
+    """A project with ``concepts`` registered; returns its id."""
+    response = client.post("/projects", json={"name": name or f"p-{uuid.uuid4().hex[:8]}"})
+    assert response.status_code == 201, response.text
+    pid = response.json()["id"]
+    for start in range(0, len(concepts), 500):
+        chunk = [{"name": c} for c in concepts[start:start + 500]]
+        response = client.post(f"/projects/{pid}/concepts", json={"concepts": chunk})
+        assert response.status_code == 201, response.text
+    return int(pid)
+
+
+def _paginate(client: httpx.Client, pid: int, params: dict[str, str]) -> list[dict]:
+    items: list[dict] = []
+    limit = 10_000
+    while True:
+        response = client.get(f"/projects/{pid}/labels",
+                              params={**params, "limit": limit, "offset": len(items)})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        items.extend(body["items"])
+        if not body["items"] or len(items) >= body["total"]:
+            assert len(items) == body["total"], "the listing lost or repeated items"
+            return items
+
+
+def fetch_asserted(client: httpx.Client, pid: int) -> dict[tuple[str, str], dict]:
+    """The live asserted labels, by pair; fails if a pair holds two live labels."""
+    items = _paginate(client, pid, {"source": "asserted"})
+    by_pair: dict[tuple[str, str], dict] = {}
+    for item in items:
+        pair = (item["a"], item["b"])
+        assert pair not in by_pair, f"two live asserted labels for {pair}"
+        by_pair[pair] = item
+    return by_pair
+
+
+def fetch_decided(client: httpx.Client, pid: int) -> dict[tuple[str, str], str]:
+    """The whole stored closure (asserted and inferred), by pair."""
+    decided: dict[tuple[str, str], str] = {}
+    for item in _paginate(client, pid, {"source": "all"}):
+        pair = (item["a"], item["b"])
+        assert pair not in decided, f"the closure lists {pair} twice"
+        decided[pair] = item["label"]
+    return decided
