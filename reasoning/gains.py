@@ -9,10 +9,11 @@ bilinear form ``Σ_{u ∈ rows(a)} Σ_{v ∈ cols(b)} W[u, v]``. With ``R = I + 
 * positive answer: ``u ∈ A*(a)``, ``v ∈ D*(b)`` over ``Wp``, plus over ``Wn`` the negatives
   ``D*(b) × NR*(a)`` and ``NC*(b) × A*(a)`` minus their overlap ``D*(b) × A*(a)``.
 
-Each form is ``((L @ W)[rows] * M[cols]).sum(axis=1)`` where the rows of ``L`` and ``M`` are the
-index sets: three matrix products serve every candidate. Dense matrices for a few hundred
-concepts; above :data:`DENSE_LIMIT`, sparse ones, so that the cost follows the pool and the
-closure, not ``n³``.
+Each form is ``Σ_v (L @ W)[rows(k), v] · M[cols(k), v]`` where the rows of ``L`` and ``M`` are
+indicator vectors of the index sets: three matrix products serve every candidate, and only the
+candidate entries of the last product are evaluated. Up to :data:`DENSE_LIMIT` concepts the
+weights are dense too (BLAS, ``n³``); above it they are sparse, so that the products cost
+``n × |pool|`` and the candidate entries ``k × n``, not ``n³``.
 """
 
 from __future__ import annotations
@@ -28,19 +29,35 @@ DENSE_LIMIT = 600
 """Up to this many concepts the products are dense (BLAS); above it they are sparse."""
 
 
-def _pair_sums(left_w, right, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
-    """``Σ_v (left_w)[ia[k], v] · right[ib[k], v]`` for every k."""
-    if sp.issparse(left_w):
-        return np.asarray(left_w[ia].multiply(right[ib]).sum(axis=1)).ravel()
-    return np.einsum("kv,kv->k", left_w[ia], right[ib])
+_CHUNK = 2048  # candidates per block of the candidate-entry sums (bounds the temporary memory)
 
 
-def _weights(n: int, pool: np.ndarray, w: np.ndarray, sparse: bool):
+def _pair_sums(left_w: np.ndarray, right: np.ndarray, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
+    """``Σ_v left_w[ia[k], v] · right[ib[k], v]`` for every k, block by block."""
+    out = np.empty(len(ia), dtype=np.float64)
+    for start in range(0, len(ia), _CHUNK):
+        stop = start + _CHUNK
+        out[start:stop] = np.einsum("kv,kv->k", left_w[ia[start:stop]], right[ib[start:stop]])
+    return out
+
+
+def _weights(n: int, pool: np.ndarray, w: np.ndarray, sparse: bool, dtype):
     if sparse:
-        return sp.csr_matrix((w, (pool[:, 0], pool[:, 1])), shape=(n, n))
-    dense = np.zeros((n, n))
+        return sp.csr_matrix((w.astype(dtype), (pool[:, 0], pool[:, 1])), shape=(n, n))
+    dense = np.zeros((n, n), dtype=dtype)
     np.add.at(dense, (pool[:, 0], pool[:, 1]), w)
     return dense
+
+
+def _product(left: np.ndarray, left_t: np.ndarray, weights) -> np.ndarray:
+    """``left @ weights`` as a C-contiguous dense array; ``left_t`` is ``left.T``, contiguous.
+
+    With sparse weights, scipy computes ``weights.T @ left_t`` row by row over the pool's
+    entries (``n × |pool|``); its transpose is copied once so the candidate rows are contiguous.
+    """
+    if sp.issparse(weights):
+        return np.ascontiguousarray((weights.T.tocsr() @ left_t).T)
+    return left @ weights
 
 
 def candidate_gains(
@@ -93,26 +110,23 @@ def candidate_gains(
     wn = np.asarray(wn, dtype=np.float64)[undecided]
     if sparse is None:
         sparse = n > DENSE_LIMIT
+    dtype = np.float32 if sparse else np.float64  # float32 halves the memory at large n
     positive, negative = closure.matrices()
-    if sparse:
-        eye = sp.identity(n, dtype=np.float64, format="csr")
-        r = sp.csr_matrix(positive, dtype=np.float64) + eye  # row a: D*(a)
-        ni = sp.csr_matrix(negative, dtype=np.float64) + eye  # row a: NR*(a)
-        rt, nit = r.T.tocsr(), ni.T.tocsr()  # row b: A*(b) / NC*(b)
-    else:
-        eye = np.eye(n)
-        r = positive + eye
-        ni = negative + eye
-        rt, nit = r.T.copy(), ni.T.copy()
-    w_pos = _weights(n, pool, wp, sparse)
-    w_neg = _weights(n, pool, wn, sparse)
+    r = positive.astype(dtype)
+    np.fill_diagonal(r, 1)  # row a: D*(a)
+    ni = negative.astype(dtype)
+    np.fill_diagonal(ni, 1)  # row a: NR*(a)
+    del positive, negative
+    rt, nit = np.ascontiguousarray(r.T), np.ascontiguousarray(ni.T)  # row b: A*(b) / NC*(b)
+    w_pos = _weights(n, pool, wp, sparse, dtype)
+    w_neg = _weights(n, pool, wn, sparse, dtype)
     a, b = candidates[:, 0], candidates[:, 1]
-    r_wn = r @ w_neg  # row x: Σ_{u ∈ D*(x)} Wn[u, :]
+    r_wn = _product(r, rt, w_neg)  # row x: Σ_{u ∈ D*(x)} Wn[u, :]
     gain_negative = _pair_sums(r_wn, rt, a, b)  # D*(a) × A*(b)
     gain_positive = (
-        _pair_sums(rt @ w_pos, r, a, b)  # A*(a) × D*(b), positive
+        _pair_sums(_product(rt, r, w_pos), r, a, b)  # A*(a) × D*(b), positive
         + _pair_sums(r_wn, ni, b, a)  # D*(b) × NR*(a)
-        + _pair_sums(nit @ w_neg, rt, b, a)  # NC*(b) × A*(a)
+        + _pair_sums(_product(nit, ni, w_neg), rt, b, a)  # NC*(b) × A*(a)
         - _pair_sums(r_wn, rt, b, a)  # their overlap D*(b) × A*(a)
     )
     return gain_positive, gain_negative
