@@ -147,7 +147,8 @@ def plot_auc(summary: list[dict], path: str | Path) -> None:
                 if name in present:
                     q, mean, half = _series(summary, domain, name, "auc")
                     ax.plot(q, mean, color=color, linewidth=2, label=name)
-                    ax.fill_between(q, mean - half, mean + half, color=color, alpha=0.2)
+                    ax.fill_between(q, np.clip(mean - half, 0, 1), np.clip(mean + half, 0, 1),
+                                    color=color, alpha=0.2)
             ax.set_title(f"{domain}: {fam} family")
             ax.set_xlabel("queries")
             ax.set_ylabel("ROC AUC (test pairs)")

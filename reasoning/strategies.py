@@ -248,7 +248,8 @@ def score_candidates(strategy: str, *, closure: Closure | None, pool, X, candida
     X : array of shape (m, f)
         Features of the pool pairs (for the model).
     candidates : bool array of shape (m,)
-        The pool rows that may be asked.
+        The pool rows that may be asked. The strategies that use the closure also drop the
+        rows it has decided.
     model : fitted estimator, optional
         From :func:`fit_model`; None means p = 0.5 (no committee disagreement).
 
@@ -260,7 +261,10 @@ def score_candidates(strategy: str, *, closure: Closure | None, pool, X, candida
     strategy = parse_strategy(strategy)
     pool = np.asarray(pool, dtype=np.int64).reshape(-1, 2)
     X = np.asarray(X, dtype=np.float64)
-    rows = np.flatnonzero(np.asarray(candidates, dtype=bool))
+    mask = np.asarray(candidates, dtype=bool).copy()
+    if closure is not None and uses_closure(strategy):
+        mask &= closure.values(pool[:, 0], pool[:, 1]) < 0  # never ask what the closure knows
+    rows = np.flatnonzero(mask)
     if len(rows) == 0:
         return Scores(rows, np.zeros(0))
     if strategy in _GAINS:
@@ -306,7 +310,9 @@ def entangled(closure: Closure, pair, pairs, *, matrices=None) -> np.ndarray:
 
     With ``R = I + P`` and ``NI = I + N``: a positive ``(a, b)`` decides
     ``A*(a) × D*(b) ∪ D*(b) × NR*(a) ∪ NC*(b) × A*(a)``, a negative one ``D*(a) × A*(b)``
-    (closure.md); the test runs both ways.
+    (closure.md). One direction suffices: the relation is symmetric, because an answer
+    ``α`` to A forcing B to ``β`` means ``A = α, B = ¬β`` is inconsistent, so the answer
+    ``¬β`` to B forces A to ``¬α``.
 
     Parameters
     ----------
@@ -324,8 +330,7 @@ def entangled(closure: Closure, pair, pairs, *, matrices=None) -> np.ndarray:
     a, b = int(pair[0]), int(pair[1])
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     x, y = pairs[:, 0], pairs[:, 1]
-    return (_decided_by(r, ni, a, b, x, y)
-            | _decided_by(r, ni, x, y, np.full_like(x, a), np.full_like(y, b)))
+    return _decided_by(r, ni, a, b, x, y)
 
 
 def _decided_by(r, ni, a, b, x, y) -> np.ndarray:
@@ -339,8 +344,8 @@ def select_batch(closure: Closure | None, pairs, scores, k: int, random_state=No
     """Positions of up to ``k`` best ``scores`` such that no two chosen pairs entangle.
 
     Greedy in rank order: a pair is skipped when an answer to an already chosen pair would
-    decide it, or an answer to it would decide an already chosen pair. Without a closure only
-    the ranking applies.
+    decide it (and so, by symmetry, an answer to it would decide the chosen one). Without a
+    closure only the ranking applies.
     """
     order = rank(scores, random_state)
     if k <= 1 or closure is None:
