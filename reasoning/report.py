@@ -99,7 +99,7 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
     groups: dict[tuple[str, str, int], list[dict]] = defaultdict(list)
     for row in rows:
         groups[(row["domain"], row["strategy"], int(row["queries"]))].append(row)
-    summary = []
+    summary: list[dict] = []
     for (domain, strategy, queries), items in groups.items():
         auc, auc_half = _mean_ci([r["auc"] for r in items])
         labeled, labeled_half = _mean_ci([r["labeled"] for r in items])
