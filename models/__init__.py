@@ -1,0 +1,30 @@
+"""SQLAlchemy ORM tables of the service (imports only sqlalchemy)."""
+
+from models.base import NAMING_CONVENTION, Base, UTCDateTime, utcnow
+from models.tables import (
+    NAME_LENGTH,
+    AssertedLabel,
+    ClosurePair,
+    Concept,
+    IdempotencyRecord,
+    PoolPair,
+    Project,
+    Reservation,
+    Suggestion,
+)
+
+__all__ = [
+    "NAME_LENGTH",
+    "NAMING_CONVENTION",
+    "AssertedLabel",
+    "Base",
+    "ClosurePair",
+    "Concept",
+    "IdempotencyRecord",
+    "PoolPair",
+    "Project",
+    "Reservation",
+    "Suggestion",
+    "UTCDateTime",
+    "utcnow",
+]

@@ -1,0 +1,195 @@
+"""The database: an engine used the safe way on SQLite and PostgreSQL, sessions, migrations.
+
+SQLite serves concurrent requests safely when (see the pysqlite dialect documentation,
+"Serializable isolation / Savepoints / Transactional DDL"):
+
+- the WAL journal lets readers run beside the single writer;
+- a busy timeout makes a second writer wait instead of failing at once;
+- a write transaction takes the write lock up front (``BEGIN IMMEDIATE``), so a transaction
+  that reads and then writes can never fail with ``SQLITE_BUSY_SNAPSHOT`` half-way.
+
+Python's ``sqlite3`` driver would issue its own deferred ``BEGIN``; it is switched off in the
+``connect`` event and the ``begin`` event emits the right ``BEGIN`` instead. On PostgreSQL the
+writes of one project are serialized by locking the project's row at the start of the write
+transaction (``SELECT ... FOR UPDATE``); other projects do not wait.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from sqlalchemy import Engine, create_engine, event, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.errors import ProjectNotFound
+from app.settings import Settings, get_settings
+from models import Project
+
+__all__ = [
+    "MIGRATIONS_DIR",
+    "Database",
+    "DatabaseDep",
+    "SessionDep",
+    "get_database",
+    "get_session",
+    "make_engine",
+    "migrate",
+    "write_transaction",
+]
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+# Execution option that turns the next transaction of a connection into a write transaction.
+WRITE_OPTION = "sporal_write"
+
+# Key of the PostgreSQL advisory lock held while migrations run (any fixed 64-bit number).
+MIGRATION_LOCK_KEY = 0x5350_4F52_414C  # "SPORAL"
+
+
+def _configure_sqlite(engine: Engine, settings: Settings) -> None:
+    busy_ms = int(settings.sqlite_busy_timeout_ms)
+    synchronous = settings.sqlite_synchronous
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        # busy_timeout first: switching a fresh file to WAL itself needs the lock.
+        cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        write = connection.get_execution_options().get(WRITE_OPTION, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def make_engine(database_url: str, settings: Settings | None = None) -> Engine:
+    """An engine for ``database_url`` configured for concurrent requests.
+
+    Parameters
+    ----------
+    database_url : str
+        A SQLAlchemy URL (``sqlite:///path`` or ``postgresql+psycopg://...``).
+    settings : Settings, optional
+        Busy timeout and synchronous mode for SQLite; default the process settings.
+    """
+    settings = settings or get_settings()
+    url = make_url(database_url)
+    if url.get_backend_name() == "sqlite":
+        database = url.database or ""
+        if database and database != ":memory:" and not database.startswith("file:"):
+            Path(database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url,
+            connect_args={
+                "check_same_thread": False,
+                "timeout": settings.sqlite_busy_timeout_ms / 1000,
+            },
+        )
+        _configure_sqlite(engine, settings)
+        return engine
+    if url.get_backend_name() == "postgresql" and url.drivername == "postgresql":
+        url = url.set(drivername="postgresql+psycopg")  # the driver we ship
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+class Database:
+    """An engine and its session factory."""
+
+    def __init__(self, database_url: str, settings: Settings | None = None) -> None:
+        self.url = database_url
+        self.engine = make_engine(database_url, settings)
+        self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.engine.dialect.name == "sqlite"
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+@contextmanager
+def write_transaction(session: Session, project_id: int | None = None) -> Iterator[Project | None]:
+    """A write transaction that holds the project's write lock from its first statement.
+
+    Whatever the session read before is a finished read-only snapshot and is ended first.
+    On SQLite the transaction starts with ``BEGIN IMMEDIATE``; on PostgreSQL the project's row is
+    locked with ``SELECT ... FOR UPDATE``. Commits on success, rolls back on any error.
+
+    Yields
+    ------
+    Project or None
+        The locked project (None when ``project_id`` is None).
+
+    Raises
+    ------
+    ProjectNotFound
+        When ``project_id`` names no project.
+    """
+    if session.in_transaction():
+        session.rollback()
+    with session.begin():
+        session.connection(execution_options={WRITE_OPTION: True})
+        project = None
+        if project_id is not None:
+            project = session.scalar(
+                select(Project).where(Project.id == project_id).with_for_update()
+            )
+            if project is None:
+                raise ProjectNotFound(project_id)
+        yield project
+
+
+def get_database(request: Request) -> Database:
+    """The application's database (a dependency)."""
+    database: Database = request.app.state.database
+    return database
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    """A session for one request, closed after the response (a dependency)."""
+    with get_database(request).sessions() as session:
+        yield session
+
+
+DatabaseDep = Annotated[Database, Depends(get_database)]
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def alembic_config(database_url: str) -> Any:
+    """The Alembic configuration of the project's migrations for ``database_url``."""
+    from alembic.config import Config
+
+    config = Config(str(MIGRATIONS_DIR / "alembic.ini"))
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["database_url"] = database_url
+    return config
+
+
+def migrate(database_url: str | None = None, revision: str = "head") -> None:
+    """Upgrade the database to ``revision`` (default the newest schema).
+
+    Safe when several processes start together: the upgrade runs inside one transaction that
+    holds the database's write lock (SQLite) or an advisory lock (PostgreSQL), so the second
+    process waits and then finds nothing left to do.
+    """
+    from alembic import command
+
+    command.upgrade(alembic_config(database_url or get_settings().database_url), revision)
+
+
+def downgrade(database_url: str | None = None, revision: str = "base") -> None:
+    """Downgrade the database to ``revision`` (default: empty)."""
+    from alembic import command
+
+    command.downgrade(alembic_config(database_url or get_settings().database_url), revision)

@@ -1,0 +1,309 @@
+"""Domain errors of the service and the one place that maps them to HTTP.
+
+Services raise :class:`ServiceError` subclasses that know nothing of HTTP requests; the
+handlers installed by :func:`install_error_handlers` turn them, FastAPI's validation errors,
+Starlette's HTTP errors and database lock timeouts into RFC 9457 ``application/problem+json``
+answers. Each kind of error has its own ``type`` (``/problems/<slug>``, served by the service).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+__all__ = [
+    "PROBLEMS",
+    "PROBLEM_MEDIA_TYPE",
+    "BulkContradiction",
+    "Contradiction",
+    "DatabaseBusy",
+    "Forbidden",
+    "IdempotencyInProgress",
+    "IdempotencyKeyReused",
+    "InvalidItems",
+    "InvalidLabel",
+    "LabelNotFound",
+    "PayloadTooLarge",
+    "ProblemResponse",
+    "ProjectNotFound",
+    "ServiceError",
+    "Unauthorized",
+    "UnknownConcepts",
+    "UnknownStrategy",
+    "install_error_handlers",
+    "problem_body",
+]
+
+logger = logging.getLogger("sporal")
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+
+
+@dataclass(frozen=True)
+class ProblemKind:
+    """One documented kind of problem: its slug (the end of ``type``), status and title."""
+
+    slug: str
+    status: int
+    title: str
+    description: str
+
+    @property
+    def type(self) -> str:
+        return f"/problems/{self.slug}"
+
+
+PROBLEMS: dict[str, ProblemKind] = {
+    kind.slug: kind
+    for kind in [
+        ProblemKind("validation-error", 422, "Invalid request",
+                    "The request does not match the schema: see `errors` for each location."),
+        ProblemKind("unknown-concept", 422, "Unknown concept",
+                    "A concept named in the request is not registered in the project: "
+                    "see `unknown_concepts`."),
+        ProblemKind("invalid-items", 422, "Invalid items",
+                    "Some items of the request cannot be accepted: see `errors`, one per "
+                    "offending item (its index and reason). Nothing of the request was stored."),
+        ProblemKind("invalid-label", 422, "Invalid label",
+                    "The label cannot be applied (e.g. a concept paired with itself)."),
+        ProblemKind("unknown-strategy", 422, "Unknown strategy",
+                    "The strategy is not one of the nine known names."),
+        ProblemKind("idempotency-key-reused", 422, "Idempotency key reused",
+                    "The Idempotency-Key was already used with another request body."),
+        ProblemKind("contradiction", 409, "Contradiction",
+                    "The label contradicts the asserted labels; `proof` lists the asserted "
+                    "labels that force the opposite label."),
+        ProblemKind("bulk-contradiction", 409, "Contradictions in bulk import",
+                    "Some labels of the import contradict others or the stored labels; "
+                    "`contradictions` lists each one with its proof. Nothing was stored."),
+        ProblemKind("idempotency-in-progress", 409, "Request still running",
+                    "A request with this Idempotency-Key is still being processed; retry later."),
+        ProblemKind("conflict", 409, "Concurrent change",
+                    "Another request changed the same data at the same time; retry."),
+        ProblemKind("project-not-found", 404, "Project not found", "No project has this id."),
+        ProblemKind("label-not-found", 404, "Label not found",
+                    "No live asserted label of this project has this id."),
+        ProblemKind("not-found", 404, "Not found", "No resource at this path."),
+        ProblemKind("method-not-allowed", 405, "Method not allowed",
+                    "The path exists but not with this method."),
+        ProblemKind("unauthorized", 401, "Missing or unknown API key",
+                    "Send the project's key or the admin key in the X-API-Key header."),
+        ProblemKind("forbidden", 403, "Key not valid for this resource",
+                    "The API key belongs to another project, or the route needs the admin key."),
+        ProblemKind("payload-too-large", 413, "Request body too large",
+                    "The body exceeds the configured limit (SPORAL_MAX_BODY_BYTES)."),
+        ProblemKind("database-busy", 503, "Database busy",
+                    "The database stayed locked longer than the busy timeout; retry."),
+        ProblemKind("http-error", 400, "HTTP error", "A protocol-level error."),
+        ProblemKind("internal-error", 500, "Internal error",
+                    "An unexpected error; it was logged. Please report it."),
+    ]
+}
+
+
+class ServiceError(Exception):
+    """Base of the errors the service raises; ``slug`` names its :data:`PROBLEMS` entry.
+
+    Extra keyword arguments become members of the problem body (e.g. ``proof``).
+    """
+
+    slug = "http-error"
+
+    def __init__(self, detail: str, *, headers: Mapping[str, str] | None = None,
+                 **members: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.headers = dict(headers or {})
+        self.members = members
+
+    @property
+    def kind(self) -> ProblemKind:
+        return PROBLEMS[self.slug]
+
+
+class ProjectNotFound(ServiceError):
+    slug = "project-not-found"
+
+    def __init__(self, project_id: int) -> None:
+        super().__init__(f"no project with id {project_id}")
+
+
+class LabelNotFound(ServiceError):
+    slug = "label-not-found"
+
+    def __init__(self, label_id: int, reason: str = "no such label in this project") -> None:
+        super().__init__(f"label {label_id}: {reason}")
+
+
+class UnknownConcepts(ServiceError):
+    slug = "unknown-concept"
+
+    def __init__(self, names: Iterable[str], errors: list[dict[str, Any]] | None = None) -> None:
+        unique = list(dict.fromkeys(names))
+        shown = ", ".join(repr(n) for n in unique[:20])
+        more = f" and {len(unique) - 20} more" if len(unique) > 20 else ""
+        members: dict[str, Any] = {"unknown_concepts": unique}
+        if errors is not None:
+            members["errors"] = errors
+        super().__init__(f"unknown concept(s): {shown}{more}", **members)
+
+
+class InvalidItems(ServiceError):
+    slug = "invalid-items"
+
+    def __init__(self, errors: list[dict[str, Any]], what: str = "items") -> None:
+        super().__init__(f"{len(errors)} of the {what} cannot be accepted; nothing was stored",
+                         errors=errors)
+
+
+class InvalidLabel(ServiceError):
+    slug = "invalid-label"
+
+
+class UnknownStrategy(ServiceError):
+    slug = "unknown-strategy"
+
+
+class IdempotencyKeyReused(ServiceError):
+    slug = "idempotency-key-reused"
+
+
+class Contradiction(ServiceError):
+    slug = "contradiction"
+
+
+class BulkContradiction(ServiceError):
+    slug = "bulk-contradiction"
+
+
+class IdempotencyInProgress(ServiceError):
+    slug = "idempotency-in-progress"
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"a request with Idempotency-Key {key!r} is still running",
+                         headers={"Retry-After": "1"})
+
+
+class Unauthorized(ServiceError):
+    slug = "unauthorized"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail, headers={"WWW-Authenticate": 'APIKey header="X-API-Key"'})
+
+
+class Forbidden(ServiceError):
+    slug = "forbidden"
+
+
+class PayloadTooLarge(ServiceError):
+    slug = "payload-too-large"
+
+
+class DatabaseBusy(ServiceError):
+    slug = "database-busy"
+
+    def __init__(self) -> None:
+        super().__init__("the database is busy; retry the request", headers={"Retry-After": "1"})
+
+
+def _json_safe(value: Any) -> Any:
+    return value if isinstance(value, str | int | float | bool | type(None)) else str(value)
+
+
+class ProblemResponse(Response):
+    """``application/problem+json``; ASCII-escaped so that no input can break the encoding."""
+
+    media_type = PROBLEM_MEDIA_TYPE
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False,
+                          default=_json_safe).encode("ascii")
+
+
+def problem_body(slug: str, detail: str, instance: str | None = None,
+                 status: int | None = None, **members: Any) -> dict[str, Any]:
+    """The RFC 9457 body of a problem of kind ``slug``."""
+    kind = PROBLEMS[slug]
+    body: dict[str, Any] = {"type": kind.type, "title": kind.title,
+                            "status": status or kind.status, "detail": detail}
+    if instance is not None:
+        body["instance"] = instance
+    body.update(members)
+    return body
+
+
+def problem(slug: str, detail: str, request: Request | None = None, *, status: int | None = None,
+            headers: Mapping[str, str] | None = None, **members: Any) -> ProblemResponse:
+    instance = request.url.path if request is not None else None
+    body = problem_body(slug, detail, instance, status=status, **members)
+    return ProblemResponse(body, status_code=body["status"], headers=dict(headers or {}))
+
+
+def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    # Only location, message and type: echoing the input could be huge or unencodable.
+    return [
+        {"loc": [_json_safe(part) for part in error.get("loc", ())],
+         "msg": str(error.get("msg", "")), "type": str(error.get("type", ""))}
+        for error in exc.errors()
+    ]
+
+
+def _is_lock_timeout(exc: DBAPIError) -> bool:
+    text = str(exc.orig).lower()
+    return "database is locked" in text or "lock timeout" in text or "deadlock" in text
+
+
+_STATUS_SLUGS = {401: "unauthorized", 403: "forbidden", 404: "not-found",
+                 405: "method-not-allowed", 413: "payload-too-large", 422: "validation-error"}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Map every error the service can raise to a problem+json answer (never a bare 500)."""
+
+    @app.exception_handler(ServiceError)
+    async def _service_error(request: Request, exc: ServiceError) -> Response:
+        return problem(exc.slug, exc.detail, request, headers=exc.headers, **exc.members)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(request: Request, exc: RequestValidationError) -> Response:
+        errors = _validation_errors(exc)
+        detail = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors[:5]
+        ) or "invalid request"
+        return problem("validation-error", detail, request, errors=errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        slug = _STATUS_SLUGS.get(exc.status_code, "http-error")
+        return problem(slug, str(exc.detail), request, status=exc.status_code,
+                       headers=exc.headers)
+
+    @app.exception_handler(OperationalError)
+    async def _operational_error(request: Request, exc: OperationalError) -> Response:
+        if _is_lock_timeout(exc):
+            busy = DatabaseBusy()
+            return problem(busy.slug, busy.detail, request, headers=busy.headers)
+        logger.exception("database error on %s", request.url.path)
+        return problem("internal-error", "database error", request)
+
+    @app.exception_handler(IntegrityError)
+    async def _integrity_error(request: Request, exc: IntegrityError) -> Response:
+        # Writes are serialized per project, so this only happens in a genuine race
+        # (e.g. two processes creating the same row); the client can retry.
+        logger.warning("integrity error on %s: %s", request.url.path, exc.orig)
+        return problem("conflict", "a concurrent request changed the same data; retry",
+                       request)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> Response:
+        logger.exception("unexpected error on %s", request.url.path)
+        return problem("internal-error", "unexpected error; it was logged", request)

@@ -1,0 +1,74 @@
+"""The service's settings, read once from ``SPORAL_*`` environment variables.
+
+Nothing else in the service reads ``os.environ``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+__all__ = ["Settings", "get_settings"]
+
+
+def _default_database_url() -> str:
+    return f"sqlite:///{Path.cwd() / 'sporal.db'}"
+
+
+class Settings(BaseSettings):
+    """Every knob of the service; each field is the environment variable ``SPORAL_<NAME>``."""
+
+    model_config = SettingsConfigDict(env_prefix="SPORAL_", extra="ignore")
+
+    database_url: str = Field(
+        default_factory=_default_database_url,
+        description="SQLAlchemy URL; default a SQLite file sporal.db in the working directory.",
+    )
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Origins allowed by CORS, comma-separated ('*' for any).",
+    )
+    admin_key: SecretStr | None = Field(
+        default=None,
+        description="When set, only this key manages projects and every project needs a key.",
+    )
+    lease_seconds: float = Field(
+        default=600.0, gt=0, description="How long GET .../next?annotator= reserves its pairs."
+    )
+    max_body_bytes: int = Field(
+        default=64 * 1024 * 1024, gt=0, description="Larger request bodies are refused with 413."
+    )
+    sqlite_busy_timeout_ms: int = Field(
+        default=30_000, ge=0, description="How long a SQLite writer waits for the write lock."
+    )
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = Field(
+        default="FULL", description="SQLite's synchronous pragma (FULL survives power loss)."
+    )
+    default_prediction_model: Literal["random_forest", "logistic_regression"] = "random_forest"
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [origin.strip() for origin in value.split(",") if origin.strip()]
+        return value
+
+    @field_validator("admin_key", mode="before")
+    @classmethod
+    def _empty_key_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @property
+    def open_mode(self) -> bool:
+        """True when no admin key is configured: the service asks no key anywhere."""
+        return self.admin_key is None
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The settings of this process (read from the environment once)."""
+    return Settings()

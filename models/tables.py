@@ -1,0 +1,223 @@
+"""The tables of the service: projects, their concepts, pool, asserted labels and closure.
+
+The database is the source of truth. The asserted labels are an append-only log (a retraction
+only stamps ``retracted_at``); the closure table holds every decided pair with the asserted
+label that decided it (``caused_by``) when the live labels are replayed in assertion order.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from models.base import Base, UTCDateTime, utcnow
+
+__all__ = [
+    "NAME_LENGTH",
+    "AssertedLabel",
+    "ClosurePair",
+    "Concept",
+    "IdempotencyRecord",
+    "PoolPair",
+    "Project",
+    "Reservation",
+    "Suggestion",
+]
+
+NAME_LENGTH = 512
+
+
+class Project(Base):
+    """One labeling project: a set of concepts, a pool of pairs and the labels on them.
+
+    ``version`` grows with every change of the project (concepts, pool, labels) so that each
+    process can tell that its cached reasoning state is stale; ``retraction_version`` is the
+    version of the newest retraction, after which a cache must be rebuilt rather than extended.
+    """
+
+    __tablename__ = "projects"
+    __table_args__ = {"sqlite_autoincrement": True}  # ids are never reused: caches key on them
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
+    description: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    version: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    retraction_version: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    feature_length: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    api_key_hash: Mapped[str | None] = mapped_column(String(64), nullable=True, unique=True)
+    prediction_model: Mapped[str] = mapped_column(
+        String(64), nullable=False, default="random_forest"
+    )
+
+
+class Concept(Base):
+    """A concept of a project, named uniquely within it."""
+
+    __tablename__ = "concepts"
+    __table_args__ = (UniqueConstraint("project_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
+    )
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
+    description: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class PoolPair(Base):
+    """A candidate pair of the pool with its feature vector (float64, little-endian bytes)."""
+
+    __tablename__ = "pool_pairs"
+    __table_args__ = (UniqueConstraint("project_id", "a_id", "b_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
+    )
+    a_id: Mapped[int] = mapped_column(
+        ForeignKey("concepts.id", ondelete="CASCADE"), nullable=False
+    )
+    b_id: Mapped[int] = mapped_column(
+        ForeignKey("concepts.id", ondelete="CASCADE"), nullable=False
+    )
+    features: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+
+
+class AssertedLabel(Base):
+    """An asserted label: the append-only log of what annotators said.
+
+    At most one live (not retracted) label per pair, enforced by a partial unique index that
+    SQLite and PostgreSQL both understand.
+    """
+
+    __tablename__ = "asserted_labels"
+    __table_args__ = (
+        Index(
+            "uq_asserted_labels_live_pair",
+            "project_id",
+            "a_id",
+            "b_id",
+            unique=True,
+            sqlite_where=text("retracted_at IS NULL"),
+            postgresql_where=text("retracted_at IS NULL"),
+        ),
+        Index("ix_asserted_labels_project_id_version", "project_id", "version"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
+    )
+    a_id: Mapped[int] = mapped_column(
+        ForeignKey("concepts.id", ondelete="CASCADE"), nullable=False
+    )
+    b_id: Mapped[int] = mapped_column(
+        ForeignKey("concepts.id", ondelete="CASCADE"), nullable=False
+    )
+    positive: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    annotator: Mapped[str | None] = mapped_column(String(NAME_LENGTH), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+    retracted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    retracted_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class ClosurePair(Base):
+    """One decided pair of the closure H: its value, asserted or inferred, and its cause.
+
+    ``caused_by`` is the asserted label that decided the pair when the live labels are replayed
+    in the order they were asserted; ``label_id`` is the live asserted label on this very pair
+    (None for inferred pairs).
+    """
+
+    __tablename__ = "closure_pairs"
+    __table_args__ = (Index("ix_closure_pairs_project_id_caused_by", "project_id", "caused_by"),)
+
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True
+    )
+    a_id: Mapped[int] = mapped_column(
+        ForeignKey("concepts.id", ondelete="CASCADE"), primary_key=True
+    )
+    b_id: Mapped[int] = mapped_column(
+        ForeignKey("concepts.id", ondelete="CASCADE"), primary_key=True
+    )
+    positive: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    asserted: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    label_id: Mapped[int | None] = mapped_column(
+        ForeignKey("asserted_labels.id", ondelete="CASCADE"), nullable=True
+    )
+    caused_by: Mapped[int] = mapped_column(
+        ForeignKey("asserted_labels.id", ondelete="CASCADE"), nullable=False
+    )
+
+
+class Suggestion(Base):
+    """A question the service suggested (the log behind ``GET .../next``)."""
+
+    __tablename__ = "suggestions"
+    __table_args__ = (Index("ix_suggestions_project_id_created_at", "project_id", "created_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
+    )
+    pair_id: Mapped[int] = mapped_column(
+        ForeignKey("pool_pairs.id", ondelete="CASCADE"), nullable=False
+    )
+    strategy: Mapped[str] = mapped_column(String(16), nullable=False)
+    score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    gain_positive: Mapped[float | None] = mapped_column(Float, nullable=True)
+    gain_negative: Mapped[float | None] = mapped_column(Float, nullable=True)
+    annotator: Mapped[str | None] = mapped_column(String(NAME_LENGTH), nullable=True)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+
+class Reservation(Base):
+    """A lease on a pool pair handed to one annotator; other annotators are not asked it."""
+
+    __tablename__ = "reservations"
+    __table_args__ = (Index("ix_reservations_project_id_expires_at", "project_id", "expires_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
+    )
+    pair_id: Mapped[int] = mapped_column(
+        ForeignKey("pool_pairs.id", ondelete="CASCADE"), nullable=False, unique=True
+    )
+    annotator: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+
+
+class IdempotencyRecord(Base):
+    """The stored first response of a request sent with an ``Idempotency-Key``."""
+
+    __tablename__ = "idempotency_records"
+    __table_args__ = (UniqueConstraint("project_id", "key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
+    )
+    key: Mapped[str] = mapped_column(String(255), nullable=False)
+    request_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    status_code: Mapped[int] = mapped_column(Integer, nullable=False)
+    response_body: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
