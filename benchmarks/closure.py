@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from benchmarks.literal import LiteralClosure
@@ -306,6 +307,8 @@ def _scale_in_subprocess(n: int, pool_size: int, args) -> dict:
                str(args.positive_share)]
     if not args.progress:
         command.append("--no-progress")
+    if args.blas_threads is not None:
+        command += ["--blas-threads", str(args.blas_threads)]
     done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -472,6 +475,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--positive-share", type=float, default=0.34,
                         help="positive share of generated pools (AL-CPL has about a third)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--blas-threads", type=int, default=None,
+                        help="limit the BLAS thread pool (default: the library's own choice)")
     parser.add_argument("--no-progress", dest="progress", action="store_false")
     parser.add_argument("--scale-case", metavar="N:POOL", help=argparse.SUPPRESS)
     return parser
@@ -479,6 +484,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.blas_threads is None:
+        return _run(args)
+    with threadpool_limits(limits=args.blas_threads, user_api="blas"):
+        return _run(args)
+
+
+def _run(args) -> int:
     if args.scale_case:
         n, size = _size(args.scale_case)
         print(json.dumps(run_scale_case(n, size, seed=args.seed, cap_s=args.cap_seconds,
