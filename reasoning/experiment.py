@@ -138,7 +138,7 @@ def _auc(forest_trees: int, forest_seed: int, X_lab: np.ndarray, y_lab: np.ndarr
 
 def run_strategy(domain: Domain, strategy: str, *, repeat: int = 0, seed: int = 0,
                  queries: int = 150, eval_every: int = 10, seed_queries: int = SEED_QUERIES,
-                 forest_trees: int = FOREST_TREES) -> list[Point]:
+                 forest_trees: int = FOREST_TREES, estimator=None) -> list[Point]:
     """One run of ``strategy`` on one split of ``domain``; the points at every evaluation.
 
     Reproducible: the same arguments give the same points (closure times aside).
@@ -156,6 +156,8 @@ def run_strategy(domain: Domain, strategy: str, *, repeat: int = 0, seed: int = 
     eval_every : int
         Evaluate at 0, eval_every, 2·eval_every, … and at ``queries``.
     seed_queries, forest_trees : int
+    estimator : classifier, optional
+        Replaces the strategy's default model (see :func:`~reasoning.strategies.fit_model`).
     """
     strategy = parse_strategy(strategy)
     split = split_pool(domain.labels, seed=seed, repeat=repeat, seed_queries=seed_queries)
@@ -206,8 +208,8 @@ def run_strategy(domain: Domain, strategy: str, *, repeat: int = 0, seed: int = 
             break
         if not candidates.any():
             continue  # every train pair is labeled: nothing left to ask
-        model = (fit_model(strategy, X[labeled], values[labeled], random_state=model_seed)
-                 if needs_model(strategy) else None)
+        model = (fit_model(strategy, X[labeled], values[labeled], random_state=model_seed,
+                           estimator=estimator) if needs_model(strategy) else None)
         chosen = select(strategy, closure=closure if reasoning else None, pool=pool, X=X,
                         candidates=candidates, model=model, random_state=rng)
         ask(int(chosen.rows[0]))

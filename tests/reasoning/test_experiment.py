@@ -121,3 +121,14 @@ def test_simulate_refuses_unknown_domains_and_strategies(al_cpl, tmp_path):
         simulate(al_cpl, tmp_path, domain="astronomy", quick=True, progress=False)
     with pytest.raises(ValueError, match="valid: Random"):
         simulate(al_cpl, tmp_path, strategies="LC,ZZ", quick=True, progress=False)
+
+
+def test_a_user_estimator_replaces_the_default_model():
+    from sklearn.naive_bayes import GaussianNB
+
+    domain = chain_domain(n=9, signal=1.0)
+    kwargs = {"queries": 10, "eval_every": 10, "seed_queries": 6, "forest_trees": 5}
+    default = run_strategy(domain, "LC", **kwargs)
+    swapped = run_strategy(domain, "LC", estimator=GaussianNB(), **kwargs)
+    assert [p.labeled for p in swapped] == [p.labeled for p in default]
+    assert [p.auc for p in swapped] != [p.auc for p in default]  # other questions were asked
