@@ -1,0 +1,77 @@
+"""The FastAPI application: :func:`create_app` wires settings, database, caches and routes."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from sqlalchemy.engine import make_url
+
+from app.db import Database
+from app.errors import install_error_handlers
+from app.middleware import BodySizeLimit
+from app.routes import concepts, export, labels, meta, pairs, projects, queries
+from app.services.idempotency import InFlight
+from app.services.state import StateRegistry
+from app.settings import Settings, get_settings
+
+__all__ = ["create_app"]
+
+logger = logging.getLogger("sporal")
+
+DESCRIPTION = """
+Active learning of a strict partial order (e.g. concept prerequisites). Post labels; every
+label is closed under the order's rules, so one answer decides many pairs; ask `next` for the
+question whose answer would decide the most. Errors are RFC 9457 `application/problem+json`.
+"""
+
+
+def _announce(settings: Settings) -> None:
+    url = make_url(settings.database_url).render_as_string(hide_password=True)
+    logger.warning("sporal: database %s", url)
+    if settings.open_mode:
+        logger.warning("sporal: OPEN MODE - SPORAL_ADMIN_KEY is unset, no API key is asked "
+                       "anywhere (fine for one person on a laptop; set it for a team)")
+    else:
+        logger.warning("sporal: keys required - the admin key manages projects, each "
+                       "project's key opens that project")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """A new application for ``settings`` (default: from the ``SPORAL_*`` environment).
+
+    The database must be migrated (``sporal migrate``; ``sporal serve`` does it).
+    """
+    settings = settings or get_settings()
+    database = Database(settings.database_url, settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        _announce(settings)
+        yield
+        database.dispose()
+
+    app = FastAPI(title="sporal", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    app.state.settings = settings
+    app.state.database = database
+    app.state.reasoning = StateRegistry()
+    app.state.inflight = InFlight()
+    install_error_handlers(app)
+    for module in (meta, projects, concepts, pairs, labels, queries, export):
+        for name in ("admin_router", "router"):
+            router = getattr(module, name, None)
+            if router is not None:
+                app.include_router(router)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
+            allow_headers=["Content-Type", "X-API-Key", "Idempotency-Key"],
+            expose_headers=["Idempotent-Replayed", "Retry-After", "Content-Disposition"],
+        )
+    return app

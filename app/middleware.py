@@ -1,0 +1,73 @@
+"""ASGI middleware: a request-body size limit (Starlette has none).
+
+A body larger than the limit is refused with 413 before anything parses it: at once when its
+``Content-Length`` says so, otherwise as soon as the bytes received pass the limit (chunked
+uploads). The accepted body is buffered and handed on unchanged.
+"""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.errors import ProblemResponse, problem_body
+
+__all__ = ["BodySizeLimit"]
+
+
+class BodySizeLimit:
+    """Refuse request bodies over ``max_bytes`` with a 413 problem."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, size: str) -> None:
+        body = problem_body("payload-too-large",
+                            f"the request body ({size}) exceeds the limit of "
+                            f"{self.max_bytes} bytes", scope.get("path"))
+        response = ProblemResponse(body, status_code=413, headers={"Connection": "close"})
+        await response(scope, receive, send)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = -1
+                if declared > self.max_bytes:
+                    await self._refuse(scope, receive, send, f"{declared} bytes")
+                    return
+        chunks: list[bytes] = []
+        received = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                await self.app(scope, _replay([message], receive), send)
+                return
+            chunk = message.get("body", b"")
+            received += len(chunk)
+            if received > self.max_bytes:
+                await self._refuse(scope, receive, send, f"more than {self.max_bytes} bytes")
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        await self.app(scope, _replay([{"type": "http.request", "body": body,
+                                        "more_body": False}], receive), send)
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    """A ``receive`` that first returns ``messages``, then defers to the real one."""
+    queue = list(messages)
+
+    async def replay() -> Message:
+        if queue:
+            return queue.pop(0)
+        return await receive()
+
+    return replay

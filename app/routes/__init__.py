@@ -1,0 +1,1 @@
+"""Thin HTTP routers: validate, call a service, shape the answer."""

@@ -1,0 +1,72 @@
+"""What the routers share: paging parameters, the documented error answers, dependencies."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, Query, Request
+
+from app.errors import PROBLEM_MEDIA_TYPE, PROBLEMS
+from app.schemas import MAX_LIMIT, Problem
+from app.services.idempotency import InFlight
+from app.services.state import StateRegistry
+from app.settings import Settings
+
+__all__ = [
+    "InFlightDep",
+    "Limit",
+    "Offset",
+    "RegistryDep",
+    "SettingsDep",
+    "problem_responses",
+]
+
+MAX_OFFSET = 2**31 - 1
+
+Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Page size (at most {MAX_LIMIT}).")]
+Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Items to skip.")]
+
+_PROBLEM_SCHEMA = Problem.model_json_schema()
+
+_DESCRIPTIONS = {
+    401: "Missing or unknown API key (only when SPORAL_ADMIN_KEY is set).",
+    403: "The API key belongs to another project, or the route needs the admin key.",
+    404: "No such project (or label).",
+    409: "Conflict: a contradiction with its proof, or an idempotent request still running.",
+    413: "The request body exceeds the configured size limit.",
+    422: "Invalid request: schema violations, unknown concepts, invalid items.",
+    503: "The database stayed locked longer than the busy timeout; retry.",
+}
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for the problem+json answers a route can give."""
+    out: dict[int | str, dict[str, Any]] = {}
+    for status in statuses:
+        kinds = [k for k in PROBLEMS.values() if k.status == status]
+        types = ", ".join(f"`{k.type}`" for k in kinds)
+        out[status] = {
+            "description": f"{_DESCRIPTIONS[status]} Problem types: {types}.",
+            "content": {PROBLEM_MEDIA_TYPE: {"schema": _PROBLEM_SCHEMA}},
+        }
+    return out
+
+
+def get_registry(request: Request) -> StateRegistry:
+    registry: StateRegistry = request.app.state.reasoning
+    return registry
+
+
+def get_settings_of_app(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_inflight(request: Request) -> InFlight:
+    inflight: InFlight = request.app.state.inflight
+    return inflight
+
+
+RegistryDep = Annotated[StateRegistry, Depends(get_registry)]
+SettingsDep = Annotated[Settings, Depends(get_settings_of_app)]
+InFlightDep = Annotated[InFlight, Depends(get_inflight)]

@@ -1,0 +1,37 @@
+"""``/projects/{pid}/export``: every decided pair as CSV, JSON or GraphML."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Response
+
+from app.db import SessionDep
+from app.routes.common import problem_responses
+from app.schemas import ProjectRead
+from app.security import ProjectIdPath, ProjectKeyDep
+from app.services.export import MEDIA_TYPES, export
+from app.services.projects import get_project
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/projects/{project_id}", tags=["export"],
+                   dependencies=[ProjectKeyDep],
+                   responses=problem_responses(401, 403, 404, 422, 503))
+
+
+@router.get("/export", response_class=Response, responses={
+    200: {"description": "Every decided pair with its source; GraphML: the positive relation "
+          "with asserted edges marked.",
+          "content": {MEDIA_TYPES["csv"]: {"schema": {"type": "string"}},
+                      MEDIA_TYPES["json"]: {"schema": {"type": "object"}},
+                      MEDIA_TYPES["graphml"]: {"schema": {"type": "string"}}}}})
+def export_project(project_id: ProjectIdPath, session: SessionDep,
+                   format: Literal["csv", "json", "graphml"] = "csv") -> Response:
+    """Download every decided pair of the project."""
+    project = ProjectRead.model_validate(get_project(session, project_id)).model_dump(
+        mode="json")
+    content, media_type = export(session, project, format)
+    filename = f"project-{project_id}.{format}"
+    return Response(content, media_type=media_type,
+                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})

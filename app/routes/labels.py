@@ -1,0 +1,101 @@
+"""``/projects/{pid}/labels``: post, import, retract and list labels."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Header, Path, Query
+from fastapi.responses import JSONResponse
+
+from app.db import SessionDep
+from app.routes.common import InFlightDep, Limit, Offset, RegistryDep, problem_responses
+from app.schemas import (
+    BulkLabels,
+    BulkLabelsCreated,
+    LabelCreated,
+    LabelIn,
+    LabelPage,
+    LabelRetracted,
+    LabelValue,
+)
+from app.security import MAX_ID, ProjectIdPath, ProjectKeyDep
+from app.services import labels as service
+from app.services.idempotency import Idempotency, request_hash
+from app.services.projects import get_project
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/projects/{project_id}/labels", tags=["labels"],
+                   dependencies=[ProjectKeyDep],
+                   responses=problem_responses(401, 403, 404, 422, 503))
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(alias="Idempotency-Key", min_length=1, max_length=255,
+           description="Makes retries safe: a retry with the same key and body replays the "
+           "first answer; the same key with another body is 422."),
+]
+
+
+def _answer(status: int, body: dict, idempotency: Idempotency | None) -> JSONResponse:
+    headers = {"Idempotent-Replayed": "true"} if idempotency and idempotency.replayed else None
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+@router.post("", status_code=201, response_model=LabelCreated,
+             responses={200: {"model": LabelCreated,
+                              "description": "The same label was already asserted: its id, "
+                              "nothing newly decided."},
+                        **problem_responses(409, 413)})
+def post_label(project_id: ProjectIdPath, body: LabelIn, session: SessionDep,
+               registry: RegistryDep, inflight: InFlightDep,
+               idempotency_key: IdempotencyKey = None) -> JSONResponse:
+    """Assert a label on any two registered concepts; answer what it newly decided.
+
+    A contradiction is 409 with `proof`: the asserted labels that force the opposite.
+    """
+    if idempotency_key is None:
+        return _answer(*service.post_label(session, registry, project_id, body), None)
+    idem = Idempotency(project_id, idempotency_key, request_hash("label", body))
+    with inflight.claim(project_id, idempotency_key):
+        return _answer(*service.post_label(session, registry, project_id, body, idem), idem)
+
+
+@router.post("/bulk", status_code=201, response_model=BulkLabelsCreated,
+             responses=problem_responses(409, 413))
+def post_bulk(project_id: ProjectIdPath, body: BulkLabels, session: SessionDep,
+              registry: RegistryDep, inflight: InFlightDep,
+              idempotency_key: IdempotencyKey = None) -> JSONResponse:
+    """Import labels in one transaction: all applied, or none with every contradiction listed."""
+    if idempotency_key is None:
+        return _answer(*service.post_bulk(session, registry, project_id, body), None)
+    idem = Idempotency(project_id, idempotency_key, request_hash("bulk", body))
+    with inflight.claim(project_id, idempotency_key):
+        return _answer(*service.post_bulk(session, registry, project_id, body, idem), idem)
+
+
+@router.delete("/{label_id}", response_model=LabelRetracted)
+def retract_label(project_id: ProjectIdPath,
+                  label_id: Annotated[int, Path(ge=1, le=MAX_ID)],
+                  session: SessionDep, registry: RegistryDep) -> LabelRetracted:
+    """Retract an asserted label; the closure is recomputed from the remaining labels."""
+    return LabelRetracted.model_validate(
+        service.retract_label(session, registry, project_id, label_id))
+
+
+@router.get("", response_model=LabelPage)
+def list_labels(
+    project_id: ProjectIdPath,
+    session: SessionDep,
+    source: Literal["asserted", "inferred", "all"] = "all",
+    label: Annotated[LabelValue | None, Query()] = None,
+    include_retracted: bool = False,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> LabelPage:
+    """Every decided pair (any two concepts), newest deciding label first, then by names."""
+    get_project(session, project_id)
+    items, total = service.list_labels(session, project_id, source=source, label=label,
+                                       include_retracted=include_retracted, limit=limit,
+                                       offset=offset)
+    return LabelPage.model_validate({"items": items, "total": total})

@@ -1,0 +1,76 @@
+"""``/projects``: create, list, read (with counts), update, delete, rotate the key."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from app.db import SessionDep
+from app.routes.common import Limit, Offset, RegistryDep, SettingsDep, problem_responses
+from app.schemas import (
+    ApiKeyRead,
+    ProjectCreate,
+    ProjectCreated,
+    ProjectDetail,
+    ProjectList,
+    ProjectRead,
+    ProjectUpdate,
+)
+from app.security import AdminDep, ProjectIdPath, ProjectKeyDep
+from app.services import projects as service
+from app.services.state import catch_up
+
+__all__ = ["admin_router", "router"]
+
+admin_router = APIRouter(prefix="/projects", tags=["projects"], dependencies=[AdminDep],
+                         responses=problem_responses(401, 403, 422, 503))
+router = APIRouter(prefix="/projects/{project_id}", tags=["projects"],
+                   dependencies=[ProjectKeyDep],
+                   responses=problem_responses(401, 403, 404, 422, 503))
+
+
+@admin_router.post("", status_code=201, response_model=ProjectCreated,
+                   responses=problem_responses(413))
+def create_project(body: ProjectCreate, session: SessionDep,
+                   settings: SettingsDep) -> ProjectCreated:
+    """Create a project. Its `api_key` is in this answer only (it is stored hashed)."""
+    project, key = service.create_project(session, body, settings.default_prediction_model)
+    return ProjectCreated.model_validate({**ProjectRead.model_validate(project).model_dump(),
+                                          "api_key": key})
+
+
+@admin_router.get("", response_model=ProjectList)
+def list_projects(session: SessionDep, limit: Limit = 100, offset: Offset = 0) -> ProjectList:
+    """Every project, oldest first."""
+    projects, total = service.list_projects(session, limit, offset)
+    return ProjectList(items=[ProjectRead.model_validate(p) for p in projects], total=total)
+
+
+@admin_router.delete("/{project_id}", status_code=204, responses=problem_responses(404))
+def delete_project(project_id: ProjectIdPath, session: SessionDep,
+                   registry: RegistryDep) -> Response:
+    """Delete a project with everything in it."""
+    service.delete_project(session, registry, project_id)
+    return Response(status_code=204)
+
+
+@router.get("", response_model=ProjectDetail)
+def get_project(project_id: ProjectIdPath, session: SessionDep,
+                registry: RegistryDep) -> ProjectDetail:
+    """The project with its counts and the Theorem 2 bounds on the questions still needed."""
+    with registry.locked(project_id) as state:
+        project = service.get_project(session, project_id)
+        catch_up(session, state, project)
+        return service.project_detail(project, state)
+
+
+@router.patch("", response_model=ProjectRead, responses=problem_responses(413))
+def update_project(project_id: ProjectIdPath, body: ProjectUpdate,
+                   session: SessionDep) -> ProjectRead:
+    """Change the name, description or prediction model of a project."""
+    return ProjectRead.model_validate(service.update_project(session, project_id, body))
+
+
+@router.post("/api-key", response_model=ApiKeyRead)
+def rotate_api_key(project_id: ProjectIdPath, session: SessionDep) -> ApiKeyRead:
+    """A new key for the project; the old key stops working at once."""
+    return ApiKeyRead(api_key=service.rotate_key(session, project_id))

@@ -1,0 +1,394 @@
+"""Request and response bodies of the REST contract (pydantic v2, separate from the tables).
+
+Request models forbid unknown fields and are strict (no ``"1"`` for a number, no ``1`` for a
+string); names are 1–512 characters without control characters or unpaired surrogates; every
+list is capped so that no request can ask for unbounded work.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from models import NAME_LENGTH
+
+__all__ = [
+    "MAX_FEATURES",
+    "MAX_ITEMS",
+    "MAX_LIMIT",
+    "ApiKeyRead",
+    "BulkLabels",
+    "BulkLabelsCreated",
+    "ConceptIn",
+    "ConceptPage",
+    "ConceptRead",
+    "ConceptsCreate",
+    "ConceptsCreated",
+    "DecidedPair",
+    "Health",
+    "LabelCreated",
+    "LabelIn",
+    "LabelItem",
+    "LabelPage",
+    "LabelRef",
+    "LabelRetracted",
+    "LabelValue",
+    "ModelInfo",
+    "Name",
+    "NewlyDecided",
+    "NextQueries",
+    "PairIn",
+    "PairPage",
+    "PairRead",
+    "PairStatus",
+    "PairsCreate",
+    "PairsCreated",
+    "PredictionItem",
+    "PredictionModelName",
+    "PredictionPage",
+    "Problem",
+    "ProjectCounts",
+    "ProjectCreate",
+    "ProjectCreated",
+    "ProjectDetail",
+    "ProjectList",
+    "ProjectRead",
+    "ProjectUpdate",
+    "Query",
+    "QueryBounds",
+    "check_name",
+]
+
+MAX_ITEMS = 100_000
+"""Most items in one list of a request body (concepts, pairs, labels)."""
+MAX_FEATURES = 4_096
+"""Longest feature vector of a pool pair."""
+MAX_LIMIT = 10_000
+"""Largest page of a listing."""
+MAX_DESCRIPTION = 10_000
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_NUL_OR_SURROGATE = re.compile("[\x00\ud800-\udfff]")
+
+
+def check_name(value: str) -> str:
+    """Refuse control characters (NUL, newlines, ...) and unpaired surrogates in a name."""
+    match = _CONTROL.search(value)
+    if match:
+        char = match.group()
+        what = "unpaired surrogate" if "\ud800" <= char <= "\udfff" else "control character"
+        raise ValueError(f"{what} U+{ord(char):04X} at position {match.start()} is not allowed")
+    return value
+
+
+def _check_text(value: str) -> str:
+    # Free text may hold newlines; NUL cannot be stored (PostgreSQL) and lone surrogates
+    # cannot be encoded.
+    match = _NUL_OR_SURROGATE.search(value)
+    if match:
+        raise ValueError(f"character U+{ord(match.group()):04X} is not allowed")
+    return value
+
+
+Name = Annotated[
+    str, StringConstraints(min_length=1, max_length=NAME_LENGTH), AfterValidator(check_name)
+]
+Description = Annotated[str, StringConstraints(max_length=MAX_DESCRIPTION),
+                        AfterValidator(_check_text)]
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+LabelValue = Literal["positive", "negative"]
+PredictionModelName = Literal["random_forest", "logistic_regression"]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _Response(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+# ---------------------------------------------------------------------------- problems
+class Problem(BaseModel):
+    """An RFC 9457 problem; some kinds add members (``proof``, ``errors``, ...)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field(examples=["/problems/contradiction"])
+    title: str
+    status: int
+    detail: str
+    instance: str | None = None
+
+
+# ---------------------------------------------------------------------------- projects
+class ProjectCreate(_Request):
+    name: Name
+    description: Description | None = None
+    prediction_model: PredictionModelName | None = Field(
+        default=None, description="The model behind /predictions; default random_forest "
+        "(the paper's 200-tree random forest)."
+    )
+
+
+class ProjectUpdate(_Request):
+    name: Name | None = None
+    description: Description | None = None
+    prediction_model: PredictionModelName | None = None
+
+
+class ProjectRead(_Response):
+    id: int
+    name: str
+    description: str | None
+    created_at: datetime
+    version: int = Field(description="Grows with every change of the project.")
+    feature_length: int | None = Field(description="Length of every pool pair's features.")
+    prediction_model: str
+
+
+class ProjectCreated(ProjectRead):
+    api_key: str = Field(description="The project's key; shown once, stored hashed.")
+
+
+class ApiKeyRead(BaseModel):
+    api_key: str = Field(description="The new key; the old one stops working now.")
+
+
+class ProjectCounts(BaseModel):
+    concepts: int
+    pool_pairs: int
+    asserted_labels: int
+    inferred_positive: int
+    inferred_negative: int
+    undecided_pool_pairs: int
+
+
+class QueryBounds(BaseModel):
+    """Theorem 2: queries needed to label the positive relation known so far."""
+
+    lower: int = Field(description="Size of the transitive reduction of the positives.")
+    upper: int = Field(description="Number of positive pairs of the closure.")
+
+
+class ProjectDetail(ProjectRead):
+    counts: ProjectCounts
+    query_bounds: QueryBounds
+
+
+class ProjectList(BaseModel):
+    items: list[ProjectRead]
+    total: int
+
+
+# ---------------------------------------------------------------------------- concepts
+class ConceptIn(_Request):
+    name: Name
+    description: Description | None = None
+
+
+class ConceptsCreate(_Request):
+    concepts: list[ConceptIn] = Field(max_length=MAX_ITEMS)
+
+
+class ConceptRead(_Response):
+    id: int
+    name: str
+    description: str | None
+
+
+class ConceptsCreated(BaseModel):
+    created: int = Field(description="How many of the posted names were new.")
+    concepts: list[ConceptRead]
+
+
+class ConceptPage(BaseModel):
+    items: list[ConceptRead]
+    total: int
+
+
+# ---------------------------------------------------------------------------- pool pairs
+class PairIn(_Request):
+    a: Name
+    b: Name
+    features: list[FiniteFloat] = Field(min_length=1, max_length=MAX_FEATURES)
+
+
+class PairsCreate(_Request):
+    pairs: list[PairIn] = Field(max_length=MAX_ITEMS)
+
+
+class PairsCreated(BaseModel):
+    created: int
+    unchanged: int = Field(description="Pairs already registered with the same features.")
+    feature_length: int | None
+
+
+class PairRead(BaseModel):
+    id: int
+    a: str
+    b: str
+    features: list[float]
+    status: Literal["positive", "negative", "undecided"]
+
+
+class PairPage(BaseModel):
+    items: list[PairRead]
+    total: int
+
+
+# ---------------------------------------------------------------------------- labels
+class LabelIn(_Request):
+    a: Name
+    b: Name
+    label: LabelValue = Field(description='"positive": a is a prerequisite of b.')
+    annotator: Name | None = None
+
+
+class BulkLabels(_Request):
+    labels: list[LabelIn] = Field(max_length=MAX_ITEMS)
+
+
+class LabelRef(BaseModel):
+    """An asserted label, as cited by proofs (``id`` null for a label of the same import)."""
+
+    id: int | None
+    a: str
+    b: str
+    label: LabelValue
+
+
+class DecidedPair(BaseModel):
+    a: str
+    b: str
+    label: LabelValue
+    source: Literal["inferred"] = "inferred"
+
+
+class NewlyDecided(BaseModel):
+    positive: int
+    negative: int
+
+
+class LabelCreated(BaseModel):
+    id: int
+    a: str
+    b: str
+    label: LabelValue
+    annotator: str | None
+    created_at: datetime
+    newly_decided: NewlyDecided
+    decided: list[DecidedPair] = Field(
+        description="The other pairs (any two concepts) this label newly decided."
+    )
+
+
+class BulkLabelsCreated(BaseModel):
+    created: int = Field(description="Labels stored (new asserted labels).")
+    unchanged: int = Field(description="Labels that were already asserted the same way.")
+    newly_decided: NewlyDecided
+    labels: list[LabelRef]
+
+
+class LabelRetracted(BaseModel):
+    id: int
+    a: str
+    b: str
+    label: LabelValue
+    retracted_at: datetime
+    undecided: int = Field(description="How many pairs became undecided.")
+
+
+class LabelItem(BaseModel):
+    a: str
+    b: str
+    label: LabelValue
+    source: Literal["asserted", "inferred", "retracted"]
+    id: int | None = Field(description="The asserted label's id (null when inferred).")
+    caused_by: int | None = Field(
+        description="The asserted label that decided the pair when the live labels are "
+        "replayed in assertion order (null for retracted labels)."
+    )
+    annotator: str | None
+    created_at: datetime | None
+    retracted_at: datetime | None = None
+
+
+class LabelPage(BaseModel):
+    items: list[LabelItem]
+    total: int
+
+
+class PairStatus(BaseModel):
+    a: str
+    b: str
+    status: Literal["positive", "negative", "undecided"]
+    source: Literal["asserted", "inferred"] | None
+    proof: list[LabelRef] = Field(description="The asserted labels that decide the pair.")
+    chains: list[list[str]] = Field(description="Paths of asserted positives used by the proof.")
+    in_pool: bool
+    prediction: float | None = Field(
+        description="The prediction model's probability of positive (undecided pool pairs)."
+    )
+
+
+# ---------------------------------------------------------------------------- questions
+class ModelInfo(BaseModel):
+    name: str
+    trained_on: int = Field(description="Labeled pool pairs the model was trained on.")
+    positive: int
+    negative: int
+    version: int = Field(description="The project version the model was trained at.")
+
+
+class Query(BaseModel):
+    a: str
+    b: str
+    score: float | None
+    gain_if_positive: float | None
+    gain_if_negative: float | None
+
+
+class NextQueries(BaseModel):
+    queries: list[Query]
+    undecided: int = Field(description="Undecided pool pairs.")
+    strategy: str
+    model: ModelInfo | None = Field(description="null while no model can be trained (p = 0.5).")
+    annotator: str | None = None
+    reserved_until: datetime | None = Field(
+        default=None, description="When the lease on the returned pairs ends (with annotator)."
+    )
+
+
+class PredictionItem(BaseModel):
+    a: str
+    b: str
+    label: LabelValue | None
+    source: Literal["asserted", "inferred", "predicted"]
+    probability: float | None = Field(
+        description="1/0 for decided pairs, else the model's probability of positive."
+    )
+
+
+class PredictionPage(BaseModel):
+    items: list[PredictionItem]
+    total: int
+    model: ModelInfo | None
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+    database: str
+    open_mode: bool = Field(description="True when no key is asked anywhere.")
+
+
+def problem_example(slug: str, **members: Any) -> dict[str, Any]:
+    """An example problem body for the OpenAPI documentation."""
+    from app.errors import PROBLEMS
+
+    kind = PROBLEMS[slug]
+    return {"type": kind.type, "title": kind.title, "status": kind.status,
+            "detail": kind.description, **members}

@@ -1,0 +1,1 @@
+"""The service layer: everything between the HTTP routes and the tables / reasoning core."""

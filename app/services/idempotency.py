@@ -1,0 +1,82 @@
+"""Idempotent retries of label posts (the ``Idempotency-Key`` header, Stripe's design).
+
+The first successful response is stored with the key and a hash of the request, in the same
+transaction as the labels themselves, so a retry after a lost answer (or a crash) either finds
+the labels and their response, or neither. A retry with the same key and body replays that
+response; the key with another body is refused (422); a retry that arrives while the first
+request is still running in this process gets 409 with its own problem type. (Across
+processes the project lock makes the retry wait for the first request, then replay it.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.errors import IdempotencyInProgress, IdempotencyKeyReused
+from models import IdempotencyRecord
+
+__all__ = ["Idempotency", "InFlight", "request_hash"]
+
+
+def request_hash(kind: str, body: BaseModel) -> str:
+    """A hash of what the request asks (its route and validated body, key order ignored)."""
+    canonical = json.dumps([kind, body.model_dump(mode="json")], sort_keys=True,
+                           separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+class InFlight:
+    """The idempotency keys whose first request is running in this process."""
+
+    def __init__(self) -> None:
+        self._keys: set[tuple[int, str]] = set()
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def claim(self, project_id: int, key: str) -> Iterator[None]:
+        with self._lock:
+            if (project_id, key) in self._keys:
+                raise IdempotencyInProgress(key)
+            self._keys.add((project_id, key))
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._keys.discard((project_id, key))
+
+
+@dataclass
+class Idempotency:
+    """One request's key and hash; looks up and stores inside the caller's transaction."""
+
+    project_id: int
+    key: str
+    request_hash: str
+    replayed: bool = False
+
+    def lookup(self, session: Session) -> tuple[int, dict[str, Any]] | None:
+        """The stored ``(status, body)`` of the first request with this key, if any."""
+        record = session.scalar(select(IdempotencyRecord).where(
+            IdempotencyRecord.project_id == self.project_id, IdempotencyRecord.key == self.key))
+        if record is None:
+            return None
+        if record.request_hash != self.request_hash:
+            raise IdempotencyKeyReused(
+                f"Idempotency-Key {self.key!r} was already used with another request body")
+        self.replayed = True
+        return record.status_code, json.loads(record.response_body)
+
+    def store(self, session: Session, status: int, body: dict[str, Any]) -> None:
+        session.add(IdempotencyRecord(project_id=self.project_id, key=self.key,
+                                      request_hash=self.request_hash, status_code=status,
+                                      response_body=json.dumps(body, default=str)))
