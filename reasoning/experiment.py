@@ -355,5 +355,6 @@ def simulate(data: str | Path, out: str | Path, domain: str = "all",
                          "closure_seconds": points[-1].closure_seconds if points else 0.0})
         timing.append({"domain": name, "runs": len(tasks), "jobs": jobs, "wall_seconds": wall,
                        "run_seconds": sum(r["seconds"] for r in runs if r["domain"] == name)})
-    report.write_outputs(out, rows, runs, timing, domains=names)
+        # after every domain, so that a long run that is cut short keeps what it finished
+        report.write_outputs(out, rows, runs, timing, domains=names)
     return out
