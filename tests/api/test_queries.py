@@ -1,0 +1,240 @@
+"""Questions (``next``), leases, the concept map (``predictions``) and the exports."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import timedelta
+
+import networkx as nx
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select, update
+
+from models import Reservation, Suggestion, utcnow
+from reasoning.strategies import STRATEGY_NAMES
+from tests.api.conftest import assert_problem, label, new_project
+
+N = 8
+NAMES = [f"c{i}" for i in range(N)]
+
+
+def _chain_project(client: TestClient, **fields: object) -> int:
+    """A pool of every ordered pair of a chain c0 ≺ c1 ≺ …, features that reveal the truth."""
+    rng = np.random.default_rng(0)
+    pairs = []
+    for i in range(N):
+        for j in range(N):
+            if i != j:
+                truth = float(i < j)
+                pairs.append((NAMES[i], NAMES[j], [truth + rng.normal(0, 0.3),
+                                                   float(j - i) + rng.normal(0, 0.3)]))
+    return new_project(client, NAMES, pairs, **fields)
+
+
+def _undecided(client: TestClient, pid: int) -> set[tuple[str, str]]:
+    items = client.get(f"/projects/{pid}/pairs", params={"limit": 10_000}).json()["items"]
+    return {(p["a"], p["b"]) for p in items if p["status"] == "undecided"}
+
+
+def _db(client: TestClient):  # the app's session factory, to look behind the API
+    return client.app.state.database.sessions  # type: ignore[attr-defined]
+
+
+def test_next_suggests_an_undecided_pool_pair_with_gains(client: TestClient) -> None:
+    pid = _chain_project(client)
+    body = client.get(f"/projects/{pid}/next").json()
+    assert body["strategy"] == "LC-R+" and body["undecided"] == N * (N - 1)
+    assert body["model"] is None  # no label yet: p = 0.5
+    [query] = body["queries"]
+    assert (query["a"], query["b"]) in _undecided(client, pid)
+    assert query["gain_if_positive"] >= 1 and query["gain_if_negative"] >= 1
+    assert query["score"] == min(query["gain_if_positive"], query["gain_if_negative"])
+
+
+@pytest.mark.parametrize("strategy", STRATEGY_NAMES)
+def test_every_strategy_only_suggests_undecided_pool_pairs(client: TestClient,
+                                                           strategy: str) -> None:
+    pid = _chain_project(client)
+    label(client, pid, "c0", "c3")
+    label(client, pid, "c5", "c2", "negative")
+    body = client.get(f"/projects/{pid}/next", params={"strategy": strategy, "k": 3}).json()
+    assert body["strategy"] == strategy
+    suggested = {(q["a"], q["b"]) for q in body["queries"]}
+    assert len(suggested) == 3 and suggested <= _undecided(client, pid)
+    assert body["undecided"] == len(_undecided(client, pid))
+
+
+def test_strategy_names_are_read_leniently(client: TestClient) -> None:
+    pid = _chain_project(client)
+    for text, name in [("lc-r+", "LC-R+"), ("LC-Rplus", "LC-R+"), ("qbc-r plus", "QBC-R+"),
+                       ("cnt", "CNT"), ("random-r", "Random-R")]:
+        assert client.get(f"/projects/{pid}/next",
+                          params={"strategy": text}).json()["strategy"] == name
+    # A bare '+' in a query string is a space.
+    assert client.get(f"/projects/{pid}/next?strategy=LC-R+").json()["strategy"] == "LC-R+"
+    assert client.get(f"/projects/{pid}/next?strategy=LC-R%2B").json()["strategy"] == "LC-R+"
+    problem = assert_problem(client.get(f"/projects/{pid}/next", params={"strategy": "best"}),
+                             422, "unknown-strategy")
+    assert "LC-R+" in problem["detail"]
+    for params in [{"k": 0}, {"k": 101}, {"k": "two"}, {"annotator": ""}]:
+        assert_problem(client.get(f"/projects/{pid}/next", params=params), 422,
+                       "validation-error")
+
+
+def test_the_model_appears_once_both_classes_are_labeled(client: TestClient) -> None:
+    pid = _chain_project(client)
+    lc = {"strategy": "LC"}  # trained on the asserted pool pairs only
+    label(client, pid, "c0", "c1")
+    assert client.get(f"/projects/{pid}/next", params=lc).json()["model"] is None  # one class
+    label(client, pid, "c4", "c6", "negative")
+    model = client.get(f"/projects/{pid}/next", params=lc).json()["model"]
+    assert model["name"] == "logistic_regression"
+    assert (model["positive"], model["negative"], model["trained_on"]) == (1, 1, 2)
+    # LC-R+ trains on every decided pool pair: the inferred (c1, c0) too.
+    model = client.get(f"/projects/{pid}/next").json()["model"]
+    assert (model["positive"], model["negative"]) == (1, 2)
+
+
+def test_the_model_is_retrained_only_when_the_labels_changed(client: TestClient) -> None:
+    pid = _chain_project(client)
+    label(client, pid, "c0", "c1")
+    label(client, pid, "c4", "c6", "negative")
+    state = client.app.state.reasoning.get(pid)  # type: ignore[attr-defined]
+    client.get(f"/projects/{pid}/next")
+    (key, (version, model, _)), = state.models.items()
+    client.get(f"/projects/{pid}/next")
+    assert state.models[key][1] is model
+    label(client, pid, "c2", "c3")
+    client.get(f"/projects/{pid}/next")
+    assert state.models[key][1] is not model and state.models[key][0] > version
+
+
+def test_an_exhausted_pool_gives_an_empty_list(client: TestClient) -> None:
+    pid = new_project(client, ["a", "b"], [("a", "b", [1.0]), ("b", "a", [0.0])])
+    label(client, pid, "a", "b")
+    body = client.get(f"/projects/{pid}/next").json()
+    assert body["queries"] == [] and body["undecided"] == 0 and body["reserved_until"] is None
+
+
+def test_suggestions_are_logged(client: TestClient) -> None:
+    pid = _chain_project(client)
+    client.get(f"/projects/{pid}/next", params={"k": 2, "annotator": "ann"})
+    with _db(client)() as session:
+        rows = session.scalars(select(Suggestion).where(Suggestion.project_id == pid)).all()
+    assert len(rows) == 2 and {r.annotator for r in rows} == {"ann"}
+    assert all(r.strategy == "LC-R+" for r in rows)
+
+
+def test_leased_pairs_are_not_handed_to_another_annotator(client: TestClient) -> None:
+    # Two unrelated pool pairs: an answer to one never decides the other.
+    pid = new_project(client, ["a", "b", "c", "d"], [("a", "b", [1.0]), ("c", "d", [0.0])])
+
+    def ask(who: str | None) -> set[tuple[str, str]]:
+        params = {"k": 2} | ({"annotator": who} if who else {})
+        body = client.get(f"/projects/{pid}/next", params=params).json()
+        assert body["undecided"] == len(_undecided(client, pid))
+        return {(q["a"], q["b"]) for q in body["queries"]}
+
+    first = client.get(f"/projects/{pid}/next", params={"annotator": "ann"}).json()
+    assert first["reserved_until"] is not None
+    held = {(q["a"], q["b"]) for q in first["queries"]}
+    other = ask("bob")
+    assert len(held) == len(other) == 1 and held.isdisjoint(other)
+    assert ask("carol") == set() and ask(None) == set()  # everything is leased
+    # A label releases its pair (and decides it).
+    (a, b), = held
+    assert label(client, pid, a, b).status_code == 201
+    with _db(client)() as session:
+        assert session.scalar(select(func.count()).select_from(Reservation)
+                              .where(Reservation.annotator == "ann")) == 0
+    # The lease's end releases the rest.
+    assert ask("carol") == set()
+    with _db(client).begin() as session:
+        session.execute(update(Reservation).values(expires_at=utcnow() - timedelta(seconds=1)))
+    assert ask("carol") == other
+
+
+def test_an_annotators_new_request_replaces_their_leases(client: TestClient) -> None:
+    pid = _chain_project(client)
+    first = client.get(f"/projects/{pid}/next", params={"annotator": "ann"}).json()
+    again = client.get(f"/projects/{pid}/next", params={"annotator": "ann"}).json()
+    assert again["queries"] == first["queries"]  # not hidden from its own holder
+    with _db(client)() as session:
+        assert session.scalar(select(func.count()).select_from(Reservation)) == 1
+
+
+def test_predictions_cover_every_pool_pair(client: TestClient) -> None:
+    pid = _chain_project(client)
+    body = client.get(f"/projects/{pid}/predictions", params={"limit": 10_000}).json()
+    assert body["model"] is None and body["total"] == N * (N - 1)
+    assert all(i["source"] == "predicted" and i["probability"] is None for i in body["items"])
+    label(client, pid, "c0", "c4")
+    label(client, pid, "c4", "c7")
+    label(client, pid, "c6", "c1", "negative")
+    body = client.get(f"/projects/{pid}/predictions", params={"limit": 10_000}).json()
+    model = body["model"]
+    assert model["name"] == "random_forest" and model["positive"] >= 3
+    items = {(i["a"], i["b"]): i for i in body["items"]}
+    assert items[("c0", "c4")] == {"a": "c0", "b": "c4", "label": "positive",
+                                   "source": "asserted", "probability": 1.0}
+    assert items[("c0", "c7")]["source"] == "inferred"
+    predicted = [i for i in items.values() if i["source"] == "predicted"]
+    assert predicted and all(0.0 <= i["probability"] <= 1.0 for i in predicted)
+    high = client.get(f"/projects/{pid}/predictions",
+                      params={"min_probability": 0.5, "limit": 10_000}).json()
+    assert high["total"] == sum(1 for i in items.values() if i["probability"] >= 0.5)
+    assert all(i["probability"] >= 0.5 for i in high["items"])
+    for params in [{"min_probability": 1.5}, {"min_probability": "nan"}, {"limit": 10_001}]:
+        assert_problem(client.get(f"/projects/{pid}/predictions", params=params), 422,
+                       "validation-error")
+
+
+def test_status_of_an_undecided_pool_pair_carries_the_prediction(client: TestClient) -> None:
+    pid = _chain_project(client)
+    label(client, pid, "c0", "c4")
+    label(client, pid, "c6", "c1", "negative")
+    body = client.get(f"/projects/{pid}/pairs/status", params={"a": "c2", "b": "c3"}).json()
+    assert body["status"] == "undecided" and 0.0 <= body["prediction"] <= 1.0
+
+
+def test_the_prediction_model_is_a_project_setting(client: TestClient) -> None:
+    pid = _chain_project(client, prediction_model="logistic_regression")
+    label(client, pid, "c0", "c4")
+    label(client, pid, "c6", "c1", "negative")
+    body = client.get(f"/projects/{pid}/predictions").json()
+    assert body["model"]["name"] == "logistic_regression"
+    client.patch(f"/projects/{pid}", json={"prediction_model": "random_forest"})
+    assert client.get(f"/projects/{pid}/predictions").json()["model"]["name"] == "random_forest"
+
+
+def test_exports_hold_every_decided_pair(client: TestClient) -> None:
+    pid = new_project(client, ["a", "b", "c", "x y"])
+    label(client, pid, "a", "b")
+    label(client, pid, "b", "c")
+    label(client, pid, "c", "x y", "negative")
+    listed = client.get(f"/projects/{pid}/labels", params={"limit": 10_000}).json()["items"]
+    truth = {(i["a"], i["b"], i["label"], i["source"]) for i in listed}
+
+    response = client.get(f"/projects/{pid}/export", params={"format": "csv"})
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/csv")
+    lines = response.text.strip().splitlines()
+    assert lines[0] == "a,b,label,source,id,caused_by,annotator"
+    import csv
+    rows = list(csv.DictReader(io.StringIO(response.text)))
+    assert {(r["a"], r["b"], r["label"], r["source"]) for r in rows} == truth
+
+    response = client.get(f"/projects/{pid}/export", params={"format": "json"})
+    body = json.loads(response.content)
+    assert body["project"]["id"] == pid
+    assert {(i["a"], i["b"], i["label"], i["source"]) for i in body["items"]} == truth
+
+    response = client.get(f"/projects/{pid}/export", params={"format": "graphml"})
+    graph = nx.read_graphml(io.BytesIO(response.content))
+    assert set(graph.nodes) == {"a", "b", "c", "x y"}
+    assert set(graph.edges) == {(a, b) for a, b, v, _ in truth if v == "positive"}
+    assert graph.edges["a", "b"]["asserted"] is True
+    assert graph.edges["a", "c"]["asserted"] is False
+    assert_problem(client.get(f"/projects/{pid}/export", params={"format": "xlsx"}), 422,
+                   "validation-error")
