@@ -49,6 +49,10 @@ class Settings(BaseSettings):
         default="FULL", description="SQLite's synchronous pragma (FULL survives power loss)."
     )
     default_prediction_model: Literal["random_forest", "logistic_regression"] = "random_forest"
+    blas_threads: int = Field(
+        default=1, ge=1, description="Threads of numpy's BLAS per process. Requests already "
+        "run in parallel threads; more BLAS threads on top only fight for the cores."
+    )
 
     @field_validator("cors_origins", mode="before")
     @classmethod

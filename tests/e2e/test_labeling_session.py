@@ -1,0 +1,166 @@
+"""End to end: a real `sporal serve` process, a whole LC-R+ labeling session on data_mining.
+
+The server runs on a free port with a temporary SQLite file (or a fresh PostgreSQL database
+when ``SPORAL_TEST_POSTGRES_URL`` is set). Over HTTP the test registers the domain, asks `next`
+until no pool pair is undecided, answering each question with the true label, and checks that
+every decided pair equals the truth and that the stored closure equals the closure rebuilt from
+the asserted labels after a restart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from reasoning.closure import Closure
+from reasoning.data import load_domain
+from tests.api.databases import backend, postgres_database, require_postgres, sqlite_url
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _sporal() -> list[str]:
+    script = Path(sys.executable).with_name("sporal")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("sporal")
+    return [found] if found else [sys.executable, "-m", "app.cli"]
+
+
+class Service:
+    """`sporal serve` on 127.0.0.1 in its own process group, logging to a file."""
+
+    def __init__(self, database_url: str, workdir: Path) -> None:
+        self.database_url = database_url
+        self.workdir = workdir
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SPORAL_")}
+        env.update(SPORAL_DATABASE_URL=self.database_url, PYTHONUNBUFFERED="1")
+        log = open(self.workdir / "server.log", "ab")  # noqa: SIM115 - owned by the process
+        self.process = subprocess.Popen(
+            [*_sporal(), "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+            cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the server exited:\n{self.log()}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                    return
+            time.sleep(0.1)
+        raise RuntimeError(f"the server did not start:\n{self.log()}")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def log(self) -> str:
+        path = self.workdir / "server.log"
+        return path.read_text(errors="replace")[-4000:] if path.exists() else ""
+
+
+@pytest.fixture
+def database_url(tmp_path: Path) -> Iterator[str]:
+    if backend() == "sqlite":
+        yield sqlite_url(tmp_path / "sporal.db")
+        return
+    with postgres_database(require_postgres()) as url:
+        yield url
+
+
+@pytest.fixture
+def service(database_url: str, tmp_path: Path) -> Iterator[Service]:
+    server = Service(database_url, tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+def _all_labels(client: httpx.Client, pid: int, source: str) -> list[dict]:
+    items: list[dict] = []
+    while True:
+        page = client.get(f"/projects/{pid}/labels",
+                          params={"source": source, "limit": 10_000, "offset": len(items)})
+        assert page.status_code == 200, page.text
+        body = page.json()
+        items += body["items"]
+        if len(items) >= body["total"]:
+            return items
+
+
+def test_a_whole_lc_r_plus_session_on_data_mining(al_cpl: Path, service: Service) -> None:
+    domain = load_domain(al_cpl, "data_mining")
+    truth = {pair: bool(value) for pair, value in zip(domain.pairs, domain.labels, strict=True)}
+    with httpx.Client(base_url=service.url, timeout=60) as client:
+        pid = client.post("/projects", json={"name": "data mining"}).json()["id"]
+        response = client.post(f"/projects/{pid}/concepts",
+                               json={"concepts": [{"name": c} for c in domain.concepts]})
+        assert response.status_code == 201, response.text
+        pairs = [{"a": a, "b": b, "features": row.tolist()}
+                 for (a, b), row in zip(domain.pairs, domain.features, strict=True)]
+        response = client.post(f"/projects/{pid}/pairs", json={"pairs": pairs})
+        assert response.status_code == 201 and response.json()["created"] == len(pairs)
+
+        questions = 0
+        while True:
+            body = client.get(f"/projects/{pid}/next", params={"strategy": "LC-R+"}).json()
+            if not body["queries"]:
+                assert body["undecided"] == 0
+                break
+            (query,) = body["queries"]
+            value = "positive" if truth[(query["a"], query["b"])] else "negative"
+            response = client.post(f"/projects/{pid}/labels",
+                                   json={"a": query["a"], "b": query["b"], "label": value,
+                                         "annotator": "oracle"})
+            assert response.status_code == 201, response.text
+            questions += 1
+            assert questions <= len(truth)
+        # Reasoning decided the other pool pairs without asking.
+        assert questions < len(truth)
+
+        decided = {(i["a"], i["b"]): i["label"] == "positive"
+                   for i in _all_labels(client, pid, "all")}
+        assert all(decided[pair] == value for pair, value in truth.items())
+        detail_before = client.get(f"/projects/{pid}").json()
+
+    service.stop()
+    service.start()  # a new process: its cache is rebuilt from the database
+    with httpx.Client(base_url=service.url, timeout=60) as client:
+        asserted = _all_labels(client, pid, "asserted")
+        assert len(asserted) == questions
+        rebuilt = Closure.from_labels(
+            [(i["a"], i["b"], i["label"] == "positive") for i in asserted], domain.concepts)
+        stored = {(i["a"], i["b"]): i["label"] == "positive"
+                  for i in _all_labels(client, pid, "all")}
+        assert stored == {(a, b): value for a, b, value, _ in rebuilt.decided()}
+        detail_after = client.get(f"/projects/{pid}").json()
+        assert detail_after["counts"] == detail_before["counts"]
+        assert detail_after["counts"]["undecided_pool_pairs"] == 0
