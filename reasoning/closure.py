@@ -241,12 +241,22 @@ class Closure:
 
     def values(self, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
         """Values of the index pairs ``(ia[k], ib[k])``: 1 positive, 0 negative, -1 undecided."""
+        ia, ib = np.asarray(ia, dtype=np.int64), np.asarray(ib, dtype=np.int64)
+        out = np.full(len(ia), -1, dtype=np.int8)
+        if len(ia) == 0:
+            return out
+        if self.n <= 2048:  # unpacking every row beats a Python loop over the pairs
+            positive, negative = self.matrices()
+            out[negative[ia, ib]] = 0
+            out[positive[ia, ib]] = 1
+            return out
         down, nrow = self._down, self._nrow
-        return np.fromiter(
-            (1 if down[i] >> j & 1 else 0 if nrow[i] >> j & 1 else -1
-             for i, j in zip(np.asarray(ia).tolist(), np.asarray(ib).tolist(), strict=True)),
-            dtype=np.int8, count=len(ia),
-        )
+        for k, (i, j) in enumerate(zip(ia.tolist(), ib.tolist(), strict=True)):
+            if down[i] >> j & 1:
+                out[k] = 1
+            elif nrow[i] >> j & 1:
+                out[k] = 0
+        return out
 
     def positive_pairs(self) -> Iterator[tuple[Concept, Concept]]:
         """Every positive pair of the closure."""

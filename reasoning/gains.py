@@ -5,15 +5,18 @@ For an undecided candidate ``(a, b)`` every set that a label adds is a product o
 bilinear form ``Σ_{u ∈ rows(a)} Σ_{v ∈ cols(b)} W[u, v]``. With ``R = I + P`` and
 ``NI = I + N`` (``shared/design/closure.md``):
 
-* negative answer: ``u ∈ D*(a)``, ``v ∈ A*(b)`` over ``Wn``;
+* negative answer: ``u ∈ D*(a)``, ``v ∈ A*(b)`` over ``Wn``, i.e. ``(R·Wn·R)[a, b]``;
 * positive answer: ``u ∈ A*(a)``, ``v ∈ D*(b)`` over ``Wp``, plus over ``Wn`` the negatives
-  ``D*(b) × NR*(a)`` and ``NC*(b) × A*(a)`` minus their overlap ``D*(b) × A*(a)``.
+  ``D*(b) × NR*(a)`` and ``NC*(b) × A*(a)`` minus their overlap ``D*(b) × A*(a)``, i.e.
+  ``(Rᵀ·Wp·Rᵀ)[a, b] + (R·Wn·NIᵀ + NIᵀ·Wn·R − R·Wn·R)[b, a]``.
 
-Each form is ``Σ_v (L @ W)[rows(k), v] · M[cols(k), v]`` where the rows of ``L`` and ``M`` are
-indicator vectors of the index sets: three matrix products serve every candidate, and only the
-candidate entries of the last product are evaluated. Up to :data:`DENSE_LIMIT` concepts the
-weights are dense too (BLAS, ``n³``); above it they are sparse, so that the products cost
-``n × |pool|`` and the candidate entries ``k × n``, not ``n³``.
+Two ways to evaluate them, both without BLAS (whose threads stall on a busy machine):
+
+* **sparse** (the default while the closure is sparse): every product is a sparse matrix
+  product and only the candidate entries are read; the cost follows the pool and the closure.
+* **reach**: for a dense closure of thousands of concepts, the reachability matrices are dense
+  (float32) and the weights sparse: the products cost ``n × |pool|`` and the candidate entries
+  ``k × n``, never ``n³``.
 """
 
 from __future__ import annotations
@@ -21,15 +24,46 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from reasoning.closure import Closure
+from reasoning.closure import Closure, _bits
 
-__all__ = ["DENSE_LIMIT", "candidate_gains"]
+__all__ = ["DENSE_DENSITY", "candidate_gains"]
 
-DENSE_LIMIT = 600
-"""Up to this many concepts the products are dense (BLAS); above it they are sparse."""
+DENSE_DENSITY = 0.05
+"""Above this share of decided pairs (and 1,000 concepts) the dense-reachability way is used."""
 
-
+_SMALL_N = 1000
 _CHUNK = 2048  # candidates per block of the candidate-entry sums (bounds the temporary memory)
+
+
+def _csr(rows: list[int], n: int) -> sp.csr_matrix:
+    """Bitset rows as a 0/1 sparse matrix with the identity added (``I + relation``)."""
+    indptr = [0]
+    indices: list[int] = []
+    for x, row in enumerate(rows):
+        indices.extend(sorted(_bits(row | 1 << x)))
+        indptr.append(len(indices))
+    data = np.ones(len(indices))
+    return sp.csr_matrix((data, np.array(indices, dtype=np.int64), np.array(indptr)),
+                         shape=(n, n))
+
+
+def _entries(matrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    return np.asarray(matrix.tocsr()[rows, cols], dtype=np.float64).ravel()
+
+
+def _sparse_gains(closure, a, b, pool, wp, wn):
+    n = closure.n
+    down, _, nrow, _ = closure.reach()
+    r, ni = _csr(down, n), _csr(nrow, n)
+    rt, nit = r.T.tocsr(), ni.T.tocsr()
+    w_pos = sp.csr_matrix((wp, (pool[:, 0], pool[:, 1])), shape=(n, n))
+    w_neg = sp.csr_matrix((wn, (pool[:, 0], pool[:, 1])), shape=(n, n))
+    r_wn = r @ w_neg
+    r_wn_r = r_wn @ r
+    gain_negative = _entries(r_wn_r, a, b)
+    bracket = r_wn @ nit + nit @ w_neg @ r - r_wn_r  # read at [b, a]
+    gain_positive = _entries(rt @ w_pos @ rt, a, b) + _entries(bracket, b, a)
+    return gain_positive, gain_negative
 
 
 def _pair_sums(left_w: np.ndarray, right: np.ndarray, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
@@ -41,23 +75,35 @@ def _pair_sums(left_w: np.ndarray, right: np.ndarray, ia: np.ndarray, ib: np.nda
     return out
 
 
-def _weights(n: int, pool: np.ndarray, w: np.ndarray, sparse: bool, dtype):
-    if sparse:
-        return sp.csr_matrix((w.astype(dtype), (pool[:, 0], pool[:, 1])), shape=(n, n))
-    dense = np.zeros((n, n), dtype=dtype)
-    np.add.at(dense, (pool[:, 0], pool[:, 1]), w)
-    return dense
+def _product(left_t: np.ndarray, weights: sp.csr_matrix) -> np.ndarray:
+    """``left @ weights`` as a C-contiguous dense array, given ``left_t = left.T`` contiguous.
 
-
-def _product(left: np.ndarray, left_t: np.ndarray, weights) -> np.ndarray:
-    """``left @ weights`` as a C-contiguous dense array; ``left_t`` is ``left.T``, contiguous.
-
-    With sparse weights, scipy computes ``weights.T @ left_t`` row by row over the pool's
-    entries (``n × |pool|``); its transpose is copied once so the candidate rows are contiguous.
+    scipy computes ``weights.T @ left_t`` over the pool's entries (``n × |pool|``); its transpose
+    is copied once so that the candidate rows are contiguous.
     """
-    if sp.issparse(weights):
-        return np.ascontiguousarray((weights.T.tocsr() @ left_t).T)
-    return left @ weights
+    return np.ascontiguousarray((weights.T.tocsr() @ left_t).T)
+
+
+def _reach_gains(closure, a, b, pool, wp, wn):
+    n = closure.n
+    positive, negative = closure.matrices()
+    r = positive.astype(np.float32)  # float32 halves the memory of these n × n matrices
+    np.fill_diagonal(r, 1)  # row a: D*(a)
+    ni = negative.astype(np.float32)
+    np.fill_diagonal(ni, 1)  # row a: NR*(a)
+    del positive, negative
+    rt, nit = np.ascontiguousarray(r.T), np.ascontiguousarray(ni.T)  # row b: A*(b) / NC*(b)
+    w_pos = sp.csr_matrix((wp.astype(np.float32), (pool[:, 0], pool[:, 1])), shape=(n, n))
+    w_neg = sp.csr_matrix((wn.astype(np.float32), (pool[:, 0], pool[:, 1])), shape=(n, n))
+    r_wn = _product(rt, w_neg)  # row x: Σ_{u ∈ D*(x)} Wn[u, :]
+    gain_negative = _pair_sums(r_wn, rt, a, b)  # D*(a) × A*(b)
+    gain_positive = (
+        _pair_sums(_product(r, w_pos), r, a, b)  # A*(a) × D*(b), positive
+        + _pair_sums(r_wn, ni, b, a)  # D*(b) × NR*(a)
+        + _pair_sums(_product(ni, w_neg), rt, b, a)  # NC*(b) × A*(a)
+        - _pair_sums(r_wn, rt, b, a)  # their overlap D*(b) × A*(a)
+    )
+    return gain_positive, gain_negative
 
 
 def candidate_gains(
@@ -82,7 +128,8 @@ def candidate_gains(
     wp, wn : arrays of shape (m,)
         Weight of each pool pair becoming positive / negative.
     sparse : bool, optional
-        Force the sparse or the dense computation (default: by :data:`DENSE_LIMIT`).
+        Force the sparse (True) or the dense-reachability (False) evaluation; by default sparse
+        up to 1,000 concepts or while at most :data:`DENSE_DENSITY` of the pairs are decided.
 
     Returns
     -------
@@ -109,24 +156,6 @@ def candidate_gains(
     wp = np.asarray(wp, dtype=np.float64)[undecided]
     wn = np.asarray(wn, dtype=np.float64)[undecided]
     if sparse is None:
-        sparse = n > DENSE_LIMIT
-    dtype = np.float32 if sparse else np.float64  # float32 halves the memory at large n
-    positive, negative = closure.matrices()
-    r = positive.astype(dtype)
-    np.fill_diagonal(r, 1)  # row a: D*(a)
-    ni = negative.astype(dtype)
-    np.fill_diagonal(ni, 1)  # row a: NR*(a)
-    del positive, negative
-    rt, nit = np.ascontiguousarray(r.T), np.ascontiguousarray(ni.T)  # row b: A*(b) / NC*(b)
-    w_pos = _weights(n, pool, wp, sparse, dtype)
-    w_neg = _weights(n, pool, wn, sparse, dtype)
-    a, b = candidates[:, 0], candidates[:, 1]
-    r_wn = _product(r, rt, w_neg)  # row x: Σ_{u ∈ D*(x)} Wn[u, :]
-    gain_negative = _pair_sums(r_wn, rt, a, b)  # D*(a) × A*(b)
-    gain_positive = (
-        _pair_sums(_product(rt, r, w_pos), r, a, b)  # A*(a) × D*(b), positive
-        + _pair_sums(r_wn, ni, b, a)  # D*(b) × NR*(a)
-        + _pair_sums(_product(nit, ni, w_neg), rt, b, a)  # NC*(b) × A*(a)
-        - _pair_sums(r_wn, rt, b, a)  # their overlap D*(b) × A*(a)
-    )
-    return gain_positive, gain_negative
+        sparse = n <= _SMALL_N or len(closure) <= DENSE_DENSITY * n * n
+    way = _sparse_gains if sparse else _reach_gains
+    return way(closure, candidates[:, 0], candidates[:, 1], pool, wp, wn)
