@@ -92,7 +92,7 @@ def _reach_gains(closure, a, b, pool, wp, wn):
     ni = negative.astype(np.float32)
     np.fill_diagonal(ni, 1)  # row a: NR*(a)
     del positive, negative
-    rt, nit = np.ascontiguousarray(r.T), np.ascontiguousarray(ni.T)  # row b: A*(b) / NC*(b)
+    rt = np.ascontiguousarray(r.T)  # row b: A*(b)
     w_pos = sp.csr_matrix((wp.astype(np.float32), (pool[:, 0], pool[:, 1])), shape=(n, n))
     w_neg = sp.csr_matrix((wn.astype(np.float32), (pool[:, 0], pool[:, 1])), shape=(n, n))
     r_wn = _product(rt, w_neg)  # row x: Σ_{u ∈ D*(x)} Wn[u, :]
