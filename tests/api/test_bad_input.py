@@ -1,0 +1,70 @@
+"""Bad input never makes a 500: size limits, malformed bodies, arbitrary names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.api.conftest import assert_problem, new_project
+
+
+@pytest.fixture
+def small(make_client: Callable[..., TestClient]) -> TestClient:
+    return make_client(max_body_bytes=2_000)
+
+
+def test_a_body_over_the_limit_is_413_before_parsing(small: TestClient) -> None:
+    pid = new_project(small, ["a", "b"])
+    big = {"pairs": [{"a": "a", "b": "b", "features": [0.123456789] * 200}]}
+    problem = assert_problem(small.post(f"/projects/{pid}/pairs", json=big), 413,
+                             "payload-too-large")
+    assert "2000" in problem["detail"]
+    # Not even JSON: refused on its declared size, never parsed.
+    assert_problem(small.post(f"/projects/{pid}/pairs", content=b"x" * 5_000,
+                              headers={"content-type": "application/json"}), 413,
+                   "payload-too-large")
+    assert small.get(f"/projects/{pid}/pairs").json()["total"] == 0
+
+
+def test_a_streamed_body_over_the_limit_is_413(small: TestClient) -> None:
+    pid = new_project(small, ["a", "b"])
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the bytes are counted
+        yield b'{"concepts": ['
+        for _ in range(200):
+            yield b'{"name": "xxxxxxxxxxxxxxxx"},'
+        yield b'{"name": "y"}]}'
+
+    response = small.post(f"/projects/{pid}/concepts", content=chunks(),
+                          headers={"content-type": "application/json"})
+    assert_problem(response, 413, "payload-too-large")
+    assert small.get(f"/projects/{pid}/concepts").json()["total"] == 2
+
+
+def test_wrong_shapes_are_422(client: TestClient) -> None:
+    pid = new_project(client, ["a", "b"])
+    for body in [b"[]", b"null", b"1", b'"text"', b'{"concepts": {"name": "x"}}',
+                 b'{"concepts": [["x"]]}', b'{"concepts": [{"name": {"x": 1}}]}',
+                 b'{"concepts": [{"name": "x", "extra": null}]}']:
+        response = client.post(f"/projects/{pid}/concepts", content=body,
+                               headers={"content-type": "application/json"})
+        assert_problem(response, 422, "validation-error")
+    response = client.post(f"/projects/{pid}/concepts", content=b'{"concepts": []}',
+                           headers={"content-type": "text/plain"})
+    assert response.status_code == 422
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.text(max_size=600))
+def test_any_name_is_stored_or_refused_never_a_500(client: TestClient, name: str) -> None:
+    response = client.post("/projects", json={"name": name})
+    valid = 1 <= len(name) <= 512 and not any(
+        ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or 0xD800 <= ord(c) <= 0xDFFF for c in name)
+    assert response.status_code == (201 if valid else 422), response.text
+    if valid:
+        assert client.get(f"/projects/{response.json()['id']}").json()["name"] == name

@@ -1,0 +1,79 @@
+"""Idempotent retries of label posts (``Idempotency-Key``)."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from tests.api.conftest import assert_problem, new_project
+
+
+def _count(client: TestClient, pid: int) -> int:
+    return int(client.get(f"/projects/{pid}/labels", params={"source": "asserted"})
+               .json()["total"])
+
+
+def test_a_retry_with_the_same_key_and_body_replays_the_first_answer(
+        client: TestClient) -> None:
+    pid = new_project(client, ["a", "b", "c"])
+    body = {"a": "a", "b": "b", "label": "positive"}
+    key = {"Idempotency-Key": "retry-1"}
+    first = client.post(f"/projects/{pid}/labels", json=body, headers=key)
+    assert first.status_code == 201 and "idempotent-replayed" not in first.headers
+    again = client.post(f"/projects/{pid}/labels", json=dict(reversed(body.items())),
+                        headers=key)
+    assert again.status_code == 201 and again.json() == first.json()
+    assert again.headers["idempotent-replayed"] == "true"
+    assert _count(client, pid) == 1
+
+
+def test_the_same_key_with_another_body_is_422(client: TestClient) -> None:
+    pid = new_project(client, ["a", "b", "c"])
+    key = {"Idempotency-Key": "k"}
+    client.post(f"/projects/{pid}/labels", json={"a": "a", "b": "b", "label": "positive"},
+                headers=key)
+    response = client.post(f"/projects/{pid}/labels",
+                           json={"a": "b", "b": "c", "label": "positive"}, headers=key)
+    assert_problem(response, 422, "idempotency-key-reused")
+    assert _count(client, pid) == 1
+
+
+def test_a_request_still_running_is_409_of_its_own_type(client: TestClient) -> None:
+    pid = new_project(client, ["a", "b"])
+    inflight = client.app.state.inflight  # type: ignore[attr-defined]
+    with inflight.claim(pid, "busy"):  # as if the first request were still being applied
+        response = client.post(f"/projects/{pid}/labels",
+                               json={"a": "a", "b": "b", "label": "positive"},
+                               headers={"Idempotency-Key": "busy"})
+    problem = assert_problem(response, 409, "idempotency-in-progress")
+    assert problem["type"] != "/problems/contradiction"
+    assert _count(client, pid) == 0
+
+
+def test_keys_belong_to_their_project_and_cover_bulk_imports(client: TestClient) -> None:
+    one = new_project(client, ["a", "b"])
+    two = new_project(client, ["a", "b"])
+    key = {"Idempotency-Key": "shared"}
+    body = {"a": "a", "b": "b", "label": "positive"}
+    assert client.post(f"/projects/{one}/labels", json=body, headers=key).status_code == 201
+    assert client.post(f"/projects/{two}/labels", json=body, headers=key).status_code == 201
+    bulk = {"labels": [{"a": "b", "b": "a", "label": "negative"}]}
+    first = client.post(f"/projects/{one}/labels/bulk", json=bulk,
+                        headers={"Idempotency-Key": "bulk"})
+    again = client.post(f"/projects/{one}/labels/bulk", json=bulk,
+                        headers={"Idempotency-Key": "bulk"})
+    assert first.status_code == again.status_code == 201 and first.json() == again.json()
+    assert_problem(client.post(f"/projects/{one}/labels", json=body,
+                               headers={"Idempotency-Key": "x" * 256}), 422,
+                   "validation-error")
+
+
+def test_errors_are_not_stored_so_a_fixed_retry_succeeds(client: TestClient) -> None:
+    pid = new_project(client, ["a", "b"])
+    key = {"Idempotency-Key": "fix"}
+    response = client.post(f"/projects/{pid}/labels",
+                           json={"a": "a", "b": "z", "label": "positive"}, headers=key)
+    assert_problem(response, 422, "unknown-concept")
+    client.post(f"/projects/{pid}/concepts", json={"concepts": [{"name": "z"}]})
+    response = client.post(f"/projects/{pid}/labels",
+                           json={"a": "a", "b": "z", "label": "positive"}, headers=key)
+    assert response.status_code == 201
