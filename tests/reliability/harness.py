@@ -288,12 +288,25 @@ def closure_fixpoint(
 
 
 def sample_labels(
-    order: Order, count: int, *, flip: float = 0.0, seed: int = 0
+    order: Order, count: int, *, flip: float = 0.0, positive_share: float | None = None,
+    seed: int = 0,
 ) -> list[tuple[str, str, str]]:
-    """``count`` distinct random pairs with their true label, a fraction ``flip`` reversed."""
+    """``count`` distinct random pairs with their true label, a fraction ``flip`` reversed.
+
+    ``positive_share`` draws that fraction of the pairs among the true positives (a sparse
+    order has few, and positives are what makes a closure grow); default: uniform draws.
+    """
     rng = random.Random(seed)
     n = len(order.concepts)
-    pairs = rng.sample([(i, j) for i, j in itertools.permutations(range(n), 2)], k=count)
+    everything = list(itertools.permutations(range(n), 2))
+    if positive_share is None:
+        pairs = rng.sample(everything, k=count)
+    else:
+        positives = [(i, j) for i, j in everything if order.less[i, j]]
+        pairs = rng.sample(positives, k=min(len(positives), round(count * positive_share)))
+        rest = [pair for pair in everything if not order.less[pair]]
+        pairs += rng.sample(rest, k=count - len(pairs))
+        rng.shuffle(pairs)
     labels = []
     for i, j in pairs:
         truth = bool(order.less[i, j])
