@@ -25,6 +25,7 @@ import pytest
 
 from reasoning.closure import Closure
 from reasoning.data import load_domain
+from reasoning.generate import random_order
 from tests.api.databases import backend, postgres_database, require_postgres, sqlite_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,9 +48,10 @@ def _sporal() -> list[str]:
 class Service:
     """`sporal serve` on 127.0.0.1 in its own process group, logging to a file."""
 
-    def __init__(self, database_url: str, workdir: Path) -> None:
+    def __init__(self, database_url: str, workdir: Path, workers: int = 1) -> None:
         self.database_url = database_url
         self.workdir = workdir
+        self.workers = workers
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
@@ -59,7 +61,8 @@ class Service:
         env.update(SPORAL_DATABASE_URL=self.database_url, PYTHONUNBUFFERED="1")
         log = open(self.workdir / "server.log", "ab")  # noqa: SIM115 - owned by the process
         self.process = subprocess.Popen(
-            [*_sporal(), "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+            [*_sporal(), "serve", "--host", "127.0.0.1", "--port", str(self.port),
+             "--workers", str(self.workers)],
             cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True)
         deadline = time.monotonic() + 60
@@ -164,3 +167,38 @@ def test_a_whole_lc_r_plus_session_on_data_mining(al_cpl: Path, service: Service
         detail_after = client.get(f"/projects/{pid}").json()
         assert detail_after["counts"] == detail_before["counts"]
         assert detail_after["counts"]["undecided_pool_pairs"] == 0
+
+
+def test_two_workers_answer_like_one(database_url: str, tmp_path: Path) -> None:
+    order = random_order(40, 400, degree=1.5, depth=5, random_state=11)
+    names = [f"concept {i}" for i in order.concepts]
+    labels = order.sample_labels(80, random_state=12)
+    server = Service(database_url, tmp_path, workers=2)
+    server.start()
+    try:
+        # A fresh connection per request lets the kernel spread them over both workers.
+        def call(method: str, path: str, **kwargs: object) -> httpx.Response:
+            with httpx.Client(base_url=server.url, timeout=60) as client:
+                return client.request(method, path, **kwargs)  # type: ignore[arg-type]
+
+        pid = call("POST", "/projects", json={"name": "two workers"}).json()["id"]
+        call("POST", f"/projects/{pid}/concepts",
+             json={"concepts": [{"name": n} for n in names]})
+        posted = []
+        for i, (a, b, positive) in enumerate(labels):
+            response = call("POST", f"/projects/{pid}/labels", json={
+                "a": names[a], "b": names[b], "label": "positive" if positive else "negative"})
+            assert response.status_code in (200, 201), response.text
+            posted.append((names[a], names[b], positive))
+            if i == 40:  # a retraction in the middle: every worker must rebuild
+                call("DELETE", f"/projects/{pid}/labels/{response.json()['id']}")
+                posted.pop()
+        expected = Closure.from_labels(posted, names)
+        truth = {(a, b): v for a, b, v, _ in expected.decided()}
+        for _ in range(6):  # whichever worker answers, it has caught up
+            body = call("GET", f"/projects/{pid}/labels", params={"limit": 10_000}).json()
+            assert {(i["a"], i["b"]): i["label"] == "positive" for i in body["items"]} == truth
+            counts = call("GET", f"/projects/{pid}").json()["counts"]
+            assert counts["asserted_labels"] == len({(a, b) for a, b, _ in posted})
+    finally:
+        server.stop()
