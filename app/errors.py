@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -262,6 +263,31 @@ def _is_lock_timeout(exc: DBAPIError) -> bool:
     return "database is locked" in text or "lock timeout" in text or "deadlock" in text
 
 
+def _allow_table(schema: dict[str, Any]) -> list[tuple[re.Pattern[str], set[str]]]:
+    """Path patterns of the OpenAPI schema with their methods (integer parameters: digits)."""
+    table = []
+    for path, operations in schema.get("paths", {}).items():
+        types = {p["name"]: p.get("schema", {}).get("type")
+                 for op in operations.values() for p in op.get("parameters", [])
+                 if p.get("in") == "path"}
+        parts = re.split(r"(\{\w+\})", path)
+        regex = "".join(
+            ("[0-9]+" if types.get(part[1:-1]) == "integer" else "[^/]+")
+            if part.startswith("{") else re.escape(part) for part in parts)
+        table.append((re.compile(regex), {m.upper() for m in operations}))
+    return table
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method the schema lists at this path (FastAPI answers 405 with one route's)."""
+    state = request.app.state
+    if getattr(state, "allow_table", None) is None:
+        state.allow_table = _allow_table(request.app.openapi())
+    path = request.url.path
+    return sorted({m for regex, methods in state.allow_table if regex.fullmatch(path)
+                   for m in methods})
+
+
 _STATUS_SLUGS = {401: "unauthorized", 403: "forbidden", 404: "not-found",
                  405: "method-not-allowed", 413: "payload-too-large", 422: "validation-error"}
 
@@ -283,9 +309,17 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 400:
+            # FastAPI's only 400: a body it could not even decode (e.g. not UTF-8). The same
+            # kind of error as malformed JSON, which FastAPI reports as 422: say 422 for both.
+            return problem("validation-error", str(exc.detail), request,
+                           errors=[{"loc": ["body"], "msg": str(exc.detail),
+                                    "type": "body_undecodable"}])
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(_allowed_methods(request))
         slug = _STATUS_SLUGS.get(exc.status_code, "http-error")
-        return problem(slug, str(exc.detail), request, status=exc.status_code,
-                       headers=exc.headers)
+        return problem(slug, str(exc.detail), request, status=exc.status_code, headers=headers)
 
     @app.exception_handler(OperationalError)
     async def _operational_error(request: Request, exc: OperationalError) -> Response:

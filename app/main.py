@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -41,6 +42,23 @@ def _announce(settings: Settings) -> None:
                        "project's key opens that project")
 
 
+def _document_security(app: FastAPI, settings: Settings) -> None:
+    """In open mode the schema asks for no key, as the service does not."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            if settings.open_mode:
+                schema.get("components", {}).pop("securitySchemes", None)
+                for operations in schema.get("paths", {}).values():
+                    for operation in operations.values():
+                        operation.pop("security", None)
+        return app.openapi_schema or {}
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """A new application for ``settings`` (default: from the ``SPORAL_*`` environment).
 
@@ -68,6 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             router = getattr(module, name, None)
             if router is not None:
                 app.include_router(router)
+    _document_security(app, settings)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     if settings.cors_origins:
         app.add_middleware(

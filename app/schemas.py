@@ -93,11 +93,18 @@ def _check_text(value: str) -> str:
     return value
 
 
+# The same rule for OpenAPI clients and fuzzers (surrogates are left to the validator: a JSON
+# Schema pattern cannot name lone ones).
+NAME_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
 Name = Annotated[
-    str, StringConstraints(min_length=1, max_length=NAME_LENGTH), AfterValidator(check_name)
+    str,
+    StringConstraints(min_length=1, max_length=NAME_LENGTH),
+    AfterValidator(check_name),
+    Field(json_schema_extra={"pattern": NAME_PATTERN}),
 ]
 Description = Annotated[str, StringConstraints(max_length=MAX_DESCRIPTION),
-                        AfterValidator(_check_text)]
+                        AfterValidator(_check_text),
+                        Field(json_schema_extra={"pattern": "^[^\\u0000]*$"})]
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 LabelValue = Literal["positive", "negative"]
 PredictionModelName = Literal["random_forest", "logistic_regression"]

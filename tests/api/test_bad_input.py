@@ -56,6 +56,10 @@ def test_wrong_shapes_are_422(client: TestClient) -> None:
     response = client.post(f"/projects/{pid}/concepts", content=b'{"concepts": []}',
                            headers={"content-type": "text/plain"})
     assert response.status_code == 422
+    for raw in [b"\xa0\xfeP\xc3\x0c\xe9B", b"\xff\xfe\x00"]:  # not even text
+        response = client.post(f"/projects/{pid}/labels", content=raw,
+                               headers={"content-type": "application/json"})
+        assert_problem(response, 422, "validation-error")
 
 
 @settings(max_examples=40, deadline=None,

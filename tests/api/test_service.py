@@ -51,3 +51,14 @@ def test_cors_answers_for_configured_origins(make_client: Callable[..., TestClie
     assert response.headers["access-control-allow-origin"] == "https://annotate.example"
     response = client.get("/health", headers={"Origin": "https://elsewhere.example"})
     assert "access-control-allow-origin" not in response.headers
+
+
+def test_405_lists_every_method_of_the_path(client: TestClient) -> None:
+    response = client.request("OPTIONS", "/projects")
+    assert response.status_code == 405
+    assert sorted(m.strip() for m in response.headers["allow"].split(",")) == ["GET", "POST"]
+    response = client.put("/projects/1")
+    assert sorted(m.strip() for m in response.headers["allow"].split(",")) == [
+        "DELETE", "GET", "PATCH"]
+    # "bulk" is not a label id: the bulk import path, which has no DELETE.
+    assert client.delete("/projects/1/labels/bulk").status_code == 405
