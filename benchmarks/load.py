@@ -234,7 +234,7 @@ def _timed(client: httpx.Client, kind: str, result: LoadResult, lock: threading.
 
 
 def run_load(base_url: str, database: str, *, clients: int = 16, duration: float = 60.0,
-             concepts: int = 100, pool: int = 1500, features: int = 8,
+             concepts: int = 150, pool: int = 4000, features: int = 8,
              strategy: str = "LC-R+", max_requests: int = 100_000, seed: int = 0) -> LoadResult:
     """Two projects, ``clients`` annotation loops for ``duration`` seconds; the figures."""
     rng = random.Random(seed)
@@ -260,8 +260,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
     parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--concepts", type=int, default=100, help="concepts per project")
-    parser.add_argument("--pool", type=int, default=1500, help="pool pairs per project")
+    parser.add_argument("--concepts", type=int, default=150, help="concepts per project")
+    parser.add_argument("--pool", type=int, default=4000, help="pool pairs per project")
     parser.add_argument("--strategy", default="LC-R+")
     parser.add_argument("--workers", type=int, default=1, help="`sporal serve --workers`")
     parser.add_argument("--postgres-url", default=os.environ.get("SPORAL_TEST_POSTGRES_URL"),
