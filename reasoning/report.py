@@ -7,6 +7,7 @@
 * ``summary.csv``: per domain, strategy and number of queries, the mean AUC with its 95%
   confidence interval (Student t over the repeats) and the mean labeled-set size;
 * ``summary.md``: the same at 50, 100, 150 queries (or what was run) as a Markdown table;
+* ``claims.md``: the paper's comparisons as paired differences over the same splits;
 * ``runs.csv`` and ``timing.csv``: seconds per run and wall time per domain;
 * ``auc.png`` (LC family and QBC family per domain) and ``labeled.png``.
 
@@ -27,9 +28,12 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 __all__ = [
+    "CLAIMS",
     "CURVE_FIELDS",
     "SUMMARY_FIELDS",
+    "claims_table",
     "markdown_table",
+    "paired_differences",
     "plot_auc",
     "plot_labeled",
     "read_curves",
@@ -213,6 +217,56 @@ def markdown_table(summary: list[dict], marks: Sequence[int] = (50, 100, 150)) -
     return "\n".join(lines)
 
 
+CLAIMS = (("Random-R", "Random"), ("LC-R", "LC"), ("QBC-R", "QBC"),
+          ("LC-R+", "LC-R"), ("QBC-R+", "QBC-R"), ("CNT", "Random-R"))
+"""The paper's comparisons: reasoning against none, then ``-R+`` against ``-R``."""
+
+
+def paired_differences(rows: Iterable[dict], comparisons: Sequence[tuple[str, str]] = CLAIMS,
+                       marks: Sequence[int] = (50, 100, 150)) -> list[dict]:
+    """AUC and labeled-set differences of strategy pairs on the same repeats (same splits).
+
+    Every strategy of a repeat shares the split and the seed queries, so the per-repeat
+    difference removes the split's luck; its mean comes with a 95% Student-t interval and the
+    count of repeats where the first strategy was ahead.
+    """
+    index = {(r["domain"], r["strategy"], r["repeat"], int(r["queries"])): r for r in rows}
+    domains = sorted({key[0] for key in index})
+    evaluated = sorted({key[3] for key in index})
+    chosen = [q for q in marks if q in evaluated] or evaluated[-1:]
+    out = []
+    for domain in domains:
+        for first, second in comparisons:
+            for q in chosen:
+                repeats = sorted(key[2] for key in index
+                                 if key[0] == domain and key[1] == first and key[3] == q
+                                 and (domain, second, key[2], q) in index)
+                if not repeats:
+                    continue
+                a = [index[(domain, first, r, q)] for r in repeats]
+                b = [index[(domain, second, r, q)] for r in repeats]
+                diff = [x["auc"] - y["auc"] for x, y in zip(a, b, strict=True)]
+                mean, half = _mean_ci(diff)
+                out.append({"domain": domain, "first": first, "second": second, "queries": q,
+                            "runs": len(diff), "auc_difference": mean, "half_width": half,
+                            "ahead": sum(d > 0 for d in diff),
+                            "labeled_first": float(np.mean([x["labeled"] for x in a])),
+                            "labeled_second": float(np.mean([y["labeled"] for y in b]))})
+    return out
+
+
+def claims_table(differences: list[dict]) -> str:
+    """The paired differences as a Markdown table."""
+    lines = ["| domain | comparison | queries | AUC difference (95% CI) | ahead | labeled |",
+             "|---|---|---|---|---|---|"]
+    for d in differences:
+        lines.append(f"| {d['domain']} | {d['first']} − {d['second']} | {d['queries']} | "
+                     f"{d['auc_difference']:+.3f} ± {d['half_width']:.3f} | "
+                     f"{d['ahead']}/{d['runs']} | "
+                     f"{d['labeled_first']:.0f} vs {d['labeled_second']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
 def write_outputs(out: Path, rows: list[dict], runs: list[dict], timing: list[dict], *,
                   domains: Sequence[str]) -> None:
     """Write every file of a simulation into ``out`` (see the module docstring)."""
@@ -232,9 +286,11 @@ def write_outputs(out: Path, rows: list[dict], runs: list[dict], timing: list[di
 def rebuild(out: str | Path) -> list[dict]:
     """Summary, Markdown table and plots from ``out/curves.csv``; returns the summary."""
     out = Path(out)
-    summary = summarize(read_curves(out / "curves.csv"))
+    curves = read_curves(out / "curves.csv")
+    summary = summarize(curves)
     write_csv(out / "summary.csv", summary, SUMMARY_FIELDS)
     (out / "summary.md").write_text(markdown_table(summary), encoding="utf-8")
+    (out / "claims.md").write_text(claims_table(paired_differences(curves)), encoding="utf-8")
     plot_auc(summary, out / "auc.png")
     plot_labeled(summary, out / "labeled.png")
     return summary

@@ -92,7 +92,8 @@ def test_quick_simulation_end_to_end_on_the_real_data(al_cpl, tmp_path):
     result = CliRunner().invoke(cli, ["simulate", "--data", str(al_cpl), "--out", str(out),
                                       "--quick", "--jobs", "2"])
     assert result.exit_code == 0, result.output
-    for name in ("curves.csv", "summary.csv", "summary.md", "runs.csv", "timing.csv"):
+    for name in ("curves.csv", "summary.csv", "summary.md", "claims.md", "runs.csv",
+                 "timing.csv"):
         assert (out / name).stat().st_size > 0
     for name in ("auc.png", "labeled.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
