@@ -47,6 +47,10 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 # Execution option that turns the next transaction of a connection into a write transaction.
 WRITE_OPTION = "sporal_write"
 
+# Connections per process: as many as the threads that run requests (anyio's default 40).
+POOL_SIZE = 10
+POOL_OVERFLOW = 30
+
 # Key of the PostgreSQL advisory lock held while migrations run (any fixed 64-bit number).
 MIGRATION_LOCK_KEY = 0x5350_4F52_414C  # "SPORAL"
 
@@ -94,12 +98,16 @@ def make_engine(database_url: str, settings: Settings | None = None) -> Engine:
                 "check_same_thread": False,
                 "timeout": settings.sqlite_busy_timeout_ms / 1000,
             },
+            # Enough connections for every thread of the request pool (40): a request that
+            # waits for a project's lock holds its connection meanwhile.
+            pool_size=POOL_SIZE,
+            max_overflow=POOL_OVERFLOW,
         )
         _configure_sqlite(engine, settings)
         return engine
     if url.get_backend_name() == "postgresql" and url.drivername == "postgresql":
         url = url.set(drivername="postgresql+psycopg")  # the driver we ship
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    return create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
 
 
 class Database:

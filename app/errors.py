@@ -18,6 +18,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
@@ -328,6 +329,11 @@ def install_error_handlers(app: FastAPI) -> None:
             return problem(busy.slug, busy.detail, request, headers=busy.headers)
         logger.exception("database error on %s", request.url.path)
         return problem("internal-error", "database error", request)
+
+    @app.exception_handler(PoolTimeout)
+    async def _pool_timeout(request: Request, exc: PoolTimeout) -> Response:
+        busy = DatabaseBusy()
+        return problem(busy.slug, busy.detail, request, headers=busy.headers)
 
     @app.exception_handler(IntegrityError)
     async def _integrity_error(request: Request, exc: IntegrityError) -> Response:

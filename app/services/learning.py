@@ -54,17 +54,20 @@ def model_info(name: str, y: np.ndarray, version: int) -> dict[str, Any]:
             "negative": int(len(y)) - positive, "version": version}
 
 
-def strategy_model(state: ProjectState, strategy: str) -> tuple[Any, dict[str, Any] | None]:
+def strategy_model(state: ProjectState, strategy: str, *,
+                   allow_stale: bool = False) -> tuple[Any, dict[str, Any] | None]:
     """The strategy's fitted model and its description, or ``(None, None)`` (p = 0.5).
 
-    Call while holding ``state.lock``; retrains only when the project version moved.
+    Call while holding ``state.lock``; retrains only when the project version moved. With
+    ``allow_stale`` a model trained at an older version is used as it is (its ``version`` says
+    which): under a stream of labels, retraining inside the write lock would serialize it.
     """
     if not needs_model(strategy):
         return None, None
     closure_labels = uses_closure(strategy)
     key = f"strategy:{family(strategy)}:{'closure' if closure_labels else 'asserted'}"
     cached = state.models.get(key)
-    if cached is not None and cached[0] == state.version:
+    if cached is not None and (cached[0] == state.version or allow_stale):
         return cached[1], cached[2]
     X, y = training_set(state, closure_labels)
     model = fit_model(strategy, X, y, random_state=RANDOM_STATE)

@@ -27,9 +27,6 @@ from reasoning.strategies import select as select_rows
 
 __all__ = ["next_queries", "parse", "predictions"]
 
-_ATTEMPTS = 3
-
-
 def parse(text: str) -> str:
     """The canonical strategy name; :class:`UnknownStrategy` (422) otherwise."""
     try:
@@ -68,25 +65,22 @@ def next_queries(session: Session, registry: StateRegistry, project_id: int, str
                  k: int, annotator: str | None, lease_seconds: float) -> dict[str, Any]:
     """Up to ``k`` questions, best first, by ``strategy``; reserve them for ``annotator``."""
     strategy = parse(strategy)
-    for attempt in range(_ATTEMPTS):
-        # Train (if the labels changed) outside the database write lock.
-        with registry.locked(project_id) as state:
-            catch_up(session, state, get_project(session, project_id))
-            strategy_model(state, strategy)
-            trained_at = state.version
-        with registry.locked(project_id) as state, \
-                write_transaction(session, project_id) as project:
-            assert project is not None
-            catch_up(session, state, project)
-            if state.version != trained_at and attempt < _ATTEMPTS - 1:
-                continue  # labels arrived meanwhile: train again outside the lock
-            return _choose(session, state, strategy, k, annotator, lease_seconds)
-    raise AssertionError("unreachable")  # pragma: no cover
+    # Train (if the labels changed) outside the database write lock...
+    with registry.locked(project_id) as state:
+        catch_up(session, state, get_project(session, project_id))
+        strategy_model(state, strategy)
+    # ...then choose and reserve inside it. Labels that arrived in between are in the closure
+    # (only undecided pairs are asked); the model may be one of them behind, and says so.
+    with registry.locked(project_id) as state, \
+            write_transaction(session, project_id) as project:
+        assert project is not None
+        catch_up(session, state, project)
+        return _choose(session, state, strategy, k, annotator, lease_seconds)
 
 
 def _choose(session: Session, state: ProjectState, strategy: str, k: int,
             annotator: str | None, lease_seconds: float) -> dict[str, Any]:
-    model, info = strategy_model(state, strategy)
+    model, info = strategy_model(state, strategy, allow_stale=True)
     values = state.pool_values()
     undecided = values < 0
     candidates = undecided & ~_reserved_rows(session, state, annotator)

@@ -90,6 +90,7 @@ class ProjectState:
         self.models: dict[str, tuple[int, Any, dict[str, Any] | None]] = {}
         self.predictions: tuple[int, Any, Any] | None = None  # (version, _, PoolPredictions)
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None
+        self._values: tuple[Closure, tuple[int, int], np.ndarray] | None = None
 
     # ------------------------------------------------------------------ pool arrays
     @property
@@ -109,11 +110,22 @@ class ProjectState:
         return self._arrays
 
     def pool_values(self) -> np.ndarray:
-        """Value of every pool pair: 1 positive, 0 negative, -1 undecided."""
+        """Value of every pool pair: 1 positive, 0 negative, -1 undecided (do not mutate).
+
+        Cached while the decided set and the pool stay the same: the closure object (held, so
+        never another one at the same address), its size and the pool size identify them (a
+        label only grows the closure; a retraction or a rebuild replaces the object).
+        """
+        key = (len(self.closure), self.n_pool)
+        cached = self._values
+        if cached is not None and cached[0] is self.closure and cached[1] == key:
+            return cached[2]
         pool, _ = self.pool_arrays()
-        if len(pool) == 0:
-            return np.zeros(0, dtype=np.int8)
-        return self.closure.values(pool[:, 0], pool[:, 1])
+        values = (self.closure.values(pool[:, 0], pool[:, 1]) if len(pool)
+                  else np.zeros(0, dtype=np.int8))
+        values.setflags(write=False)
+        self._values = (self.closure, key, values)
+        return values
 
     def pool_asserted(self) -> np.ndarray:
         """Whether each pool pair carries a live asserted label."""
