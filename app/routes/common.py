@@ -32,7 +32,8 @@ _DESCRIPTIONS = {
     401: "Missing or unknown API key (only when SPORAL_ADMIN_KEY is set).",
     403: "The API key belongs to another project, or the route needs the admin key.",
     404: "No such project (or label).",
-    409: "Conflict: a contradiction with its proof, or an idempotent request still running.",
+    409: "Conflict: a contradiction with its proof, an idempotent request still running, or a "
+         "concurrent change of the same data (retry).",
     413: "The request body exceeds the configured size limit.",
     422: "Invalid request: schema violations, unknown concepts, invalid items.",
     503: "The database stayed locked longer than the busy timeout; retry.",

@@ -19,7 +19,7 @@ router = APIRouter(prefix="/projects/{project_id}/concepts", tags=["concepts"],
 
 
 @router.post("", status_code=201, response_model=ConceptsCreated,
-             responses=problem_responses(413))
+             responses=problem_responses(409, 413))
 def add_concepts(project_id: ProjectIdPath, body: ConceptsCreate, session: SessionDep,
                  registry: RegistryDep) -> ConceptsCreated:
     """Register concepts by name; a name already registered is not an error."""

@@ -74,7 +74,7 @@ def post_bulk(project_id: ProjectIdPath, body: BulkLabels, session: SessionDep,
         return _answer(*service.post_bulk(session, registry, project_id, body, idem), idem)
 
 
-@router.delete("/{label_id:int}", response_model=LabelRetracted)
+@router.delete("/{label_id:int}", response_model=LabelRetracted, responses=problem_responses(409))
 def retract_label(project_id: ProjectIdPath,
                   label_id: Annotated[int, Path(ge=1, le=MAX_ID)],
                   session: SessionDep, registry: RegistryDep) -> LabelRetracted:

@@ -25,7 +25,8 @@ router = APIRouter(prefix="/projects/{project_id}/pairs", tags=["pairs"],
 ConceptQuery = Annotated[Name, Query(description="A concept's name.")]
 
 
-@router.post("", status_code=201, response_model=PairsCreated, responses=problem_responses(413))
+@router.post("", status_code=201, response_model=PairsCreated,
+             responses=problem_responses(409, 413))
 def add_pairs(project_id: ProjectIdPath, body: PairsCreate, session: SessionDep,
               registry: RegistryDep) -> PairsCreated:
     """Register pool pairs with their features; all or nothing.

@@ -45,7 +45,8 @@ def list_projects(session: SessionDep, limit: Limit = 100, offset: Offset = 0) -
     return ProjectList(items=[ProjectRead.model_validate(p) for p in projects], total=total)
 
 
-@admin_router.delete("/{project_id}", status_code=204, responses=problem_responses(404))
+@admin_router.delete("/{project_id}", status_code=204,
+                     responses=problem_responses(404, 409))
 def delete_project(project_id: ProjectIdPath, session: SessionDep,
                    registry: RegistryDep) -> Response:
     """Delete a project with everything in it."""
@@ -63,7 +64,7 @@ def get_project(project_id: ProjectIdPath, session: SessionDep,
         return service.project_detail(project, state)
 
 
-@router.patch("", response_model=ProjectRead, responses=problem_responses(413))
+@router.patch("", response_model=ProjectRead, responses=problem_responses(409, 413))
 def update_project(project_id: ProjectIdPath, body: ProjectUpdate,
                    session: SessionDep) -> ProjectRead:
     """Change the name, description or prediction model of a project."""
