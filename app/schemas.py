@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
@@ -390,12 +390,3 @@ class Health(BaseModel):
     status: Literal["ok"] = "ok"
     database: str
     open_mode: bool = Field(description="True when no key is asked anywhere.")
-
-
-def problem_example(slug: str, **members: Any) -> dict[str, Any]:
-    """An example problem body for the OpenAPI documentation."""
-    from app.errors import PROBLEMS
-
-    kind = PROBLEMS[slug]
-    return {"type": kind.type, "title": kind.title, "status": kind.status,
-            "detail": kind.description, **members}

@@ -22,8 +22,10 @@ from models import Project
 
 __all__ = [
     "MAX_ID",
+    "AdminDep",
     "ApiKeyDep",
     "ProjectIdPath",
+    "ProjectKeyDep",
     "hash_key",
     "new_key",
     "require_admin",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Header, Path, Query
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi.responses import JSONResponse, Response
 
 from app.db import SessionDep
+from app.errors import ProblemResponse
 from app.routes.common import InFlightDep, Limit, Offset, RegistryDep, problem_responses
 from app.schemas import (
     BulkLabels,
@@ -37,8 +38,10 @@ IdempotencyKey = Annotated[
 ]
 
 
-def _answer(status: int, body: dict, idempotency: Idempotency | None) -> JSONResponse:
+def _answer(status: int, body: dict, idempotency: Idempotency | None) -> Response:
     headers = {"Idempotent-Replayed": "true"} if idempotency and idempotency.replayed else None
+    if status >= 400:  # a stored problem (a contradiction under an idempotency key)
+        return ProblemResponse(body, status_code=status, headers=headers)
     return JSONResponse(body, status_code=status, headers=headers)
 
 
@@ -47,29 +50,31 @@ def _answer(status: int, body: dict, idempotency: Idempotency | None) -> JSONRes
                               "description": "The same label was already asserted: its id, "
                               "nothing newly decided."},
                         **problem_responses(409, 413)})
-def post_label(project_id: ProjectIdPath, body: LabelIn, session: SessionDep,
+def post_label(project_id: ProjectIdPath, body: LabelIn, session: SessionDep, request: Request,
                registry: RegistryDep, inflight: InFlightDep,
-               idempotency_key: IdempotencyKey = None) -> JSONResponse:
+               idempotency_key: IdempotencyKey = None) -> Response:
     """Assert a label on any two registered concepts; answer what it newly decided.
 
     A contradiction is 409 with `proof`: the asserted labels that force the opposite.
     """
     if idempotency_key is None:
         return _answer(*service.post_label(session, registry, project_id, body), None)
-    idem = Idempotency(project_id, idempotency_key, request_hash("label", body))
+    idem = Idempotency(project_id, idempotency_key, request_hash("label", body),
+                       instance=request.url.path)
     with inflight.claim(project_id, idempotency_key):
         return _answer(*service.post_label(session, registry, project_id, body, idem), idem)
 
 
 @router.post("/bulk", status_code=201, response_model=BulkLabelsCreated,
              responses=problem_responses(409, 413))
-def post_bulk(project_id: ProjectIdPath, body: BulkLabels, session: SessionDep,
+def post_bulk(project_id: ProjectIdPath, body: BulkLabels, session: SessionDep, request: Request,
               registry: RegistryDep, inflight: InFlightDep,
-              idempotency_key: IdempotencyKey = None) -> JSONResponse:
+              idempotency_key: IdempotencyKey = None) -> Response:
     """Import labels in one transaction: all applied, or none with every contradiction listed."""
     if idempotency_key is None:
         return _answer(*service.post_bulk(session, registry, project_id, body), None)
-    idem = Idempotency(project_id, idempotency_key, request_hash("bulk", body))
+    idem = Idempotency(project_id, idempotency_key, request_hash("bulk", body),
+                       instance=request.url.path)
     with inflight.claim(project_id, idempotency_key):
         return _answer(*service.post_bulk(session, registry, project_id, body, idem), idem)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from sqlalchemy import text
 
 from app.db import SessionDep
@@ -22,7 +22,7 @@ class _UnknownProblem(ServiceError):
 
 
 @router.get("/health", response_model=Health, responses=problem_responses(503))
-def health(session: SessionDep, settings: SettingsDep, request: Request) -> Health:
+def health(session: SessionDep, settings: SettingsDep) -> Health:
     """The service is up and its database answers."""
     session.execute(text("SELECT 1"))
     return Health(database=session.get_bind().dialect.name, open_mode=settings.open_mode)

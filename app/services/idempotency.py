@@ -1,10 +1,12 @@
 """Idempotent retries of label posts (the ``Idempotency-Key`` header, Stripe's design).
 
-The first successful response is stored with the key and a hash of the request, in the same
-transaction as the labels themselves, so a retry after a lost answer (or a crash) either finds
-the labels and their response, or neither. A retry with the same key and body replays that
-response; the key with another body is refused (422); a retry that arrives while the first
-request is still running in this process gets 409 with its own problem type. (Across
+The outcome of executing the request (its 2xx answer, or the 409 of a contradiction) is stored
+with the key and a hash of the request, in the same transaction as the labels themselves, so a
+retry after a lost answer (or a crash) either finds the labels and their response, or neither.
+A retry with the same key and body replays that response; the key with another body is refused
+(422); a retry that arrives while the first request is still running in this process gets 409
+with its own problem type. Refusals before execution (schema errors, unknown concepts) are not
+stored, so a corrected retry with the same key can still pass. (Across
 processes the project lock makes the retry wait for the first request, then replay it.)
 """
 
@@ -22,7 +24,7 @@ from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.errors import IdempotencyInProgress, IdempotencyKeyReused
+from app.errors import IdempotencyInProgress, IdempotencyKeyReused, ServiceError, problem_body
 from models import IdempotencyRecord
 
 __all__ = ["Idempotency", "InFlight", "request_hash"]
@@ -62,7 +64,12 @@ class Idempotency:
     project_id: int
     key: str
     request_hash: str
+    instance: str | None = None
     replayed: bool = False
+
+    def problem(self, error: ServiceError) -> dict[str, Any]:
+        """The problem body of ``error``, to answer and store like any outcome."""
+        return problem_body(error.slug, error.detail, self.instance, **error.members)
 
     def lookup(self, session: Session) -> tuple[int, dict[str, Any]] | None:
         """The stored ``(status, body)`` of the first request with this key, if any."""

@@ -7,7 +7,7 @@ write transaction that holds the project's lock: a crash leaves all of it or non
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -160,14 +160,16 @@ def _check_pair(state: ProjectState, a: str, b: str) -> tuple[int, int]:
     return a_id, b_id
 
 
-def post_label(session: Session, registry: StateRegistry, project_id: int, body: LabelIn,
-               idempotency: Idempotency | None = None) -> tuple[int, dict[str, Any]]:
-    """Apply one label; returns ``(status, body)``: 201 new, 200 already asserted the same.
+def _executed(session: Session, registry: StateRegistry, project_id: int,
+              idempotency: Idempotency | None,
+              apply: Callable[[ProjectState, Project], tuple[int, dict[str, Any]]]
+              ) -> tuple[int, dict[str, Any]]:
+    """Run ``apply`` in the project's write transaction, idempotently when a key is given.
 
-    Raises :class:`UnknownConcepts`, :class:`InvalidLabel` or :class:`Contradiction` (with the
-    proof of the opposite label) before anything changes.
+    With a key, the outcome of executing the request (its 2xx answer, or the 409 of a
+    contradiction) is stored with the key in the same transaction, and a retry replays it.
+    Refusals before execution (unknown concepts, ...) are not stored: a fixed retry may pass.
     """
-    positive = body.label == "positive"
     with registry.locked(project_id) as state, \
             write_transaction(session, project_id) as project:
         assert project is not None
@@ -176,24 +178,44 @@ def post_label(session: Session, registry: StateRegistry, project_id: int, body:
             if stored is not None:
                 return stored
         catch_up(session, state, project)
-        a_id, b_id = _check_pair(state, body.a, body.b)
-        live = state.labels.get((a_id, b_id))
-        if live is not None and live.positive == positive:
-            result = 200, _label_payload(state, live.id, body.a, body.b, positive,
-                                         live.annotator, live.created_at, None)
-        else:
-            was_decided = state.closure.status(a_id, b_id).value is not None
-            try:
-                update_ = state.closure.add_label(a_id, b_id, positive)
-            except ContradictionError as exc:
-                raise _contradiction(state, body.a, body.b, positive, exc) from None
-            label = _store_label(session, state, project, a_id, b_id, positive, body.annotator,
-                                 update_, was_decided)
-            result = 201, _label_payload(state, label.id, body.a, body.b, positive,
-                                         label.annotator, label.created_at, update_)
+        try:
+            result = apply(state, project)
+        except (Contradiction, BulkContradiction) as exc:
+            if idempotency is None:
+                raise
+            result = exc.kind.status, idempotency.problem(exc)
         if idempotency is not None:
             idempotency.store(session, *result)
         return result
+
+
+def post_label(session: Session, registry: StateRegistry, project_id: int, body: LabelIn,
+               idempotency: Idempotency | None = None) -> tuple[int, dict[str, Any]]:
+    """Apply one label; returns ``(status, body)``: 201 new, 200 already asserted the same.
+
+    Raises :class:`UnknownConcepts`, :class:`InvalidLabel` or :class:`Contradiction` (with the
+    proof of the opposite label) before anything changes; with an idempotency key the
+    contradiction is answered (and stored) as ``(409, problem)`` instead.
+    """
+    positive = body.label == "positive"
+
+    def apply(state: ProjectState, project: Project) -> tuple[int, dict[str, Any]]:
+        a_id, b_id = _check_pair(state, body.a, body.b)
+        live = state.labels.get((a_id, b_id))
+        if live is not None and live.positive == positive:
+            return 200, _label_payload(state, live.id, body.a, body.b, positive,
+                                       live.annotator, live.created_at, None)
+        was_decided = state.closure.status(a_id, b_id).value is not None
+        try:
+            update_ = state.closure.add_label(a_id, b_id, positive)
+        except ContradictionError as exc:
+            raise _contradiction(state, body.a, body.b, positive, exc) from None
+        label = _store_label(session, state, project, a_id, b_id, positive, body.annotator,
+                             update_, was_decided)
+        return 201, _label_payload(state, label.id, body.a, body.b, positive,
+                                   label.annotator, label.created_at, update_)
+
+    return _executed(session, registry, project_id, idempotency, apply)
 
 
 def _store_label(session: Session, state: ProjectState, project: Project, a_id: int, b_id: int,
@@ -270,14 +292,8 @@ def post_bulk(session: Session, registry: StateRegistry, project_id: int, body: 
     Labels are applied in the order given; each contradiction (with the stored labels or with an
     earlier label of the import) is listed with its proof, and nothing is stored then.
     """
-    with registry.locked(project_id) as state, \
-            write_transaction(session, project_id) as project:
-        assert project is not None
-        if idempotency is not None:
-            stored = idempotency.lookup(session)
-            if stored is not None:
-                return stored
-        catch_up(session, state, project)
+
+    def apply(state: ProjectState, project: Project) -> tuple[int, dict[str, Any]]:
         pairs = _resolve_bulk(state, body.labels)
         work = state.closure.copy()
         pending: dict[tuple[int, int], int] = {}
@@ -307,15 +323,14 @@ def post_bulk(session: Session, registry: StateRegistry, project_id: int, body: 
                 contradictions=contradictions)
         refs = _store_bulk(session, state, project, work, items)
         new = [item for item in items if item.update is not None]
-        result = 201, {
+        return 201, {
             "created": len(new), "unchanged": len(items) - len(new),
             "newly_decided": {"positive": sum(len(i.update.positive) for i in new if i.update),
                               "negative": sum(len(i.update.negative) for i in new if i.update)},
             "labels": refs,
         }
-        if idempotency is not None:
-            idempotency.store(session, *result)
-        return result
+
+    return _executed(session, registry, project_id, idempotency, apply)
 
 
 def _store_bulk(session: Session, state: ProjectState, project: Project, work: Closure,

@@ -9,7 +9,7 @@ from app.db import write_transaction
 from app.errors import ProjectNotFound
 from app.schemas import ProjectCounts, ProjectCreate, ProjectDetail, ProjectUpdate, QueryBounds
 from app.security import hash_key, new_key
-from app.services.state import ProjectState, StateRegistry, catch_up
+from app.services.state import ProjectState, StateRegistry
 from models import Project
 
 __all__ = [
@@ -18,7 +18,6 @@ __all__ = [
     "get_project",
     "list_projects",
     "project_detail",
-    "read_state",
     "rotate_key",
     "update_project",
 ]
@@ -48,16 +47,6 @@ def get_project(session: Session, project_id: int) -> Project:
     if project is None:
         raise ProjectNotFound(project_id)
     return project
-
-
-def read_state(session: Session, registry: StateRegistry, project_id: int) -> ProjectState:
-    """The project's cached state brought up to date (caller must then hold ``state.lock``).
-
-    Intended as ``with registry.locked(pid) as state: read_state(...)``; returns the state.
-    """
-    state = registry.get(project_id)
-    project = get_project(session, project_id)
-    return catch_up(session, state, project)
 
 
 def project_detail(project: Project, state: ProjectState) -> ProjectDetail:

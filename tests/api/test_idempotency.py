@@ -77,3 +77,19 @@ def test_errors_are_not_stored_so_a_fixed_retry_succeeds(client: TestClient) -> 
     response = client.post(f"/projects/{pid}/labels",
                            json={"a": "a", "b": "z", "label": "positive"}, headers=key)
     assert response.status_code == 201
+
+
+def test_a_contradiction_under_a_key_is_its_outcome_and_replays(client: TestClient) -> None:
+    pid = new_project(client, ["a", "b"])
+    client.post(f"/projects/{pid}/labels", json={"a": "a", "b": "b", "label": "positive"})
+    key = {"Idempotency-Key": "c-1"}
+    body = {"a": "b", "b": "a", "label": "positive"}
+    first = assert_problem(client.post(f"/projects/{pid}/labels", json=body, headers=key), 409,
+                           "contradiction")
+    retry = client.post(f"/projects/{pid}/labels", json=body, headers=key)
+    assert assert_problem(retry, 409, "contradiction") == first
+    assert retry.headers["idempotent-replayed"] == "true"
+    other = {"a": "b", "b": "a", "label": "negative"}  # consistent, but not under this key
+    assert_problem(client.post(f"/projects/{pid}/labels", json=other, headers=key), 422,
+                   "idempotency-key-reused")
+    assert _count(client, pid) == 1
