@@ -172,8 +172,8 @@ def _history(client: httpx.Client, pid: int) -> dict[tuple[str, str], int]:
 
 
 def _check_replays(client: httpx.Client, pid: int, sent: list[Request]) -> None:
-    """After the crashes, a retry still returns the first answer; a key that created a label,
-    reused with another body, is refused (keys of 409s: see test_idempotency.py)."""
+    """After the crashes, a retry still returns the first answer, and a key reused with
+    another body is refused, whether its first answer was a 201 or a 409."""
     created = [r for r in sent if r.status == 201][:5]
     refused = [r for r in sent if r.status == 409][:2]
     for request in created + refused:
@@ -183,7 +183,7 @@ def _check_replays(client: httpx.Client, pid: int, sent: list[Request]) -> None:
         assert replay.status_code == request.status, f"{request.label}: {replay.text}"
         if request.status == 201:
             assert replay.json()["id"] == request.body["id"]
-    for request in created:
+    for request in created + refused:
         a, b, label = request.label
         other = "negative" if label == "positive" else "positive"
         reuse = client.post(f"/projects/{pid}/labels", headers={"Idempotency-Key": request.key},
