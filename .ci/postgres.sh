@@ -19,9 +19,11 @@ set -euo pipefail
 
 log() { echo "postgres.sh: $*" >&2; }
 
+# Debian's newest installed major version first, then other usual places.
 find_bindir() {
     local dir
-    for dir in /usr/lib/postgresql/*/bin /usr/local/pgsql/bin /usr/local/bin /usr/bin; do
+    for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r) \
+            /usr/local/pgsql/bin /usr/local/bin /usr/bin; do
         if [[ -x "$dir/pg_ctl" && -x "$dir/initdb" && -x "$dir/postgres" ]]; then
             echo "$dir"
             return 0
