@@ -19,51 +19,17 @@ from reasoning.closure import (
 )
 from reasoning.data import domain_names, load_domain
 from tests.reasoning.bruteforce import fixpoint
-
-
-def _random_order(rng: random.Random, n: int, density: float) -> set[tuple[int, int]]:
-    """The positive pairs of a random strict order on range(n)."""
-    rank = list(range(n))
-    rng.shuffle(rank)
-    graph = nx.DiGraph()
-    graph.add_nodes_from(range(n))
-    graph.add_edges_from((rank[i], rank[j]) for i in range(n) for j in range(i + 1, n)
-                         if rng.random() < density)
-    return {(u, v) for u in graph for v in nx.descendants(graph, u)}
-
-
-def _labels_of(truth: set[tuple[int, int]], pairs) -> list[tuple[int, int, bool]]:
-    return [(a, b, (a, b) in truth) for a, b in pairs]
+from tests.reasoning.cases import arbitrary_labels, orders_and_labels
 
 
 def _state(closure: Closure) -> tuple[set, set]:
     return set(closure.positive_pairs()), set(closure.negative_pairs())
 
 
-@st.composite
-def orders_and_labels(draw, max_n: int = 9):
-    """A random strict order and some of its true labels, in a random order."""
-    n = draw(st.integers(2, max_n))
-    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
-    truth = _random_order(rng, n, draw(st.sampled_from([0.1, 0.3, 0.6])))
-    pairs = [p for p in itertools.product(range(n), repeat=2) if p[0] != p[1]]
-    chosen = draw(st.lists(st.sampled_from(pairs), max_size=len(pairs), unique=True))
-    return n, truth, _labels_of(truth, chosen)
-
-
-@st.composite
-def arbitrary_labels(draw, max_n: int = 7):
-    """Labels that need not come from one order, so some contradict the ones before."""
-    n = draw(st.integers(2, max_n))
-    pairs = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda p: p[0] != p[1])
-    labels = draw(st.lists(st.tuples(pairs, st.booleans()), max_size=25))
-    return n, [(a, b, v) for (a, b), v in labels]
-
-
 @settings(max_examples=150, deadline=None)
 @given(orders_and_labels())
 def test_incremental_closure_equals_bruteforce_fixpoint(case):
-    n, _, labels = case
+    n, labels = case
     closure = Closure(range(n))
     for a, b, value in labels:
         closure.add_label(a, b, value)
@@ -108,7 +74,7 @@ def _assert_proof_derives(proof, asserted: set, n: int) -> None:
 @settings(max_examples=100, deadline=None)
 @given(orders_and_labels(), st.randoms(use_true_random=False))
 def test_insertion_order_bulk_and_incremental_agree(case, rng):
-    n, _, labels = case
+    n, labels = case
     shuffled = list(labels)
     rng.shuffle(shuffled)
     first, second = Closure(range(n)), Closure(range(n))
@@ -126,7 +92,7 @@ def test_insertion_order_bulk_and_incremental_agree(case, rng):
 @settings(max_examples=100, deadline=None)
 @given(orders_and_labels(), st.data())
 def test_retraction_equals_rebuild_from_the_rest(case, data):
-    n, _, labels = case
+    n, labels = case
     if not labels:
         return
     closure = Closure.from_labels(labels, range(n))
@@ -141,7 +107,7 @@ def test_retraction_equals_rebuild_from_the_rest(case, data):
 @settings(max_examples=100, deadline=None)
 @given(orders_and_labels())
 def test_every_proof_uses_asserted_labels_and_derives_its_pair(case):
-    n, _, labels = case
+    n, labels = case
     closure = Closure.from_labels(labels, range(n))
     asserted = set(labels)
     for x, y in itertools.permutations(range(n), 2):
@@ -157,7 +123,7 @@ def test_every_proof_uses_asserted_labels_and_derives_its_pair(case):
 @settings(max_examples=100, deadline=None)
 @given(orders_and_labels())
 def test_graph_and_bitset_index_never_disagree(case):
-    n, _, labels = case
+    n, labels = case
     closure = Closure(range(n))
     for a, b, value in labels:
         closure.add_label(a, b, value)
@@ -173,7 +139,7 @@ def test_graph_and_bitset_index_never_disagree(case):
 @settings(max_examples=60, deadline=None)
 @given(orders_and_labels())
 def test_update_reports_exactly_the_newly_decided_pairs(case):
-    n, _, labels = case
+    n, labels = case
     closure = Closure(range(n))
     for a, b, value in labels:
         before_pos, before_neg = _state(closure)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from reasoning.closure import Closure
 from reasoning.gains import candidate_gains
-from tests.reasoning.test_closure import orders_and_labels
+from tests.reasoning.cases import orders_and_labels
 
 
 def _counted(closure: Closure, a: int, b: int, positive: bool, weight) -> float:
@@ -27,7 +27,7 @@ def _counted(closure: Closure, a: int, b: int, positive: bool, weight) -> float:
 @settings(max_examples=80, deadline=None)
 @given(orders_and_labels(), st.integers(0, 2**32 - 1), st.booleans())
 def test_gain_of_every_candidate_equals_adding_the_label_to_a_copy(case, seed, sparse):
-    n, _, labels = case
+    n, labels = case
     closure = Closure(range(n))
     for a, b, value in labels:
         closure.add_label(a, b, value)

@@ -11,29 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.literal import LiteralClosure, LiteralContradiction
-from reasoning.generate import random_order
 from tests.reasoning.bruteforce import fixpoint
+from tests.reasoning.cases import arbitrary_labels, orders_and_labels
 
 VARIANTS = [True, False]  # prune (Proposition 2) or compute O in full
-
-
-@st.composite
-def orders_and_labels(draw, max_n: int = 9):
-    """True labels of some pairs of a random strict order, in a random insertion order."""
-    n = draw(st.integers(2, max_n))
-    order = random_order(n, n * (n - 1), degree=draw(st.sampled_from([0.5, 1.5, 3.0])),
-                         depth=draw(st.integers(1, 5)), random_state=draw(st.integers(0, 2**32)))
-    size = draw(st.integers(0, n * (n - 1)))
-    return n, order.sample_labels(size, random_state=draw(st.integers(0, 2**32)))
-
-
-@st.composite
-def arbitrary_labels(draw, max_n: int = 7):
-    """Labels from no particular order, so that some contradict the ones before them."""
-    n = draw(st.integers(2, max_n))
-    pair = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda p: p[0] != p[1])
-    labels = draw(st.lists(st.tuples(pair, st.booleans()), max_size=20))
-    return n, [(a, b, v) for (a, b), v in labels]
 
 
 @pytest.mark.parametrize("prune", VARIANTS)
