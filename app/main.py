@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
 from threadpoolctl import threadpool_limits
 
 from app.db import Database
@@ -17,7 +19,7 @@ from app.errors import install_error_handlers
 from app.middleware import BodySizeLimit
 from app.routes import concepts, export, labels, meta, pairs, projects, queries
 from app.services.idempotency import InFlight
-from app.services.state import StateRegistry
+from app.services.state import StateRegistry, warm_up
 from app.settings import Settings, get_settings
 
 __all__ = ["create_app"]
@@ -40,6 +42,25 @@ def _announce(settings: Settings) -> None:
     else:
         logger.warning("sporal: keys required - the admin key manages projects, each "
                        "project's key opens that project")
+
+
+def _warm_up(database: Database, registry: StateRegistry) -> None:
+    """Rebuild every project's reasoning state from the database before serving.
+
+    The database is the source of truth; this only fills the cache early, so the first
+    request of each project does not pay for it. A failure (e.g. a database not migrated yet)
+    is logged and leaves the cache to be built lazily, request by request.
+    """
+    started = time.perf_counter()
+    try:
+        projects, labels = warm_up(database.sessions, registry)
+    except SQLAlchemyError as exc:
+        logger.warning("sporal: reasoning cache not built at start-up (%s: %s); each project "
+                       "is built on its first request", type(exc).__name__,
+                       str(exc).splitlines()[0] if str(exc) else "")
+        return
+    logger.warning("sporal: reasoning cache built from the database: %d project(s), "
+                   "%d live label(s) in %.3f s", projects, labels, time.perf_counter() - started)
 
 
 def _document_security(app: FastAPI, settings: Settings) -> None:
@@ -66,19 +87,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """
     settings = settings or get_settings()
     database = Database(settings.database_url, settings)
+    registry = StateRegistry()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         _announce(settings)
         # Oversubscribed BLAS threads made each retrain 10x slower on a busy 2-core machine.
         with threadpool_limits(limits=settings.blas_threads):
+            if settings.warm_up:
+                _warm_up(database, registry)
             yield
         database.dispose()
 
     app = FastAPI(title="sporal", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     app.state.settings = settings
     app.state.database = database
-    app.state.reasoning = StateRegistry()
+    app.state.reasoning = registry
     app.state.inflight = InFlight()
     install_error_handlers(app)
     for module in (meta, projects, concepts, pairs, labels, queries, export):

@@ -48,6 +48,10 @@ class Settings(BaseSettings):
     sqlite_synchronous: Literal["FULL", "NORMAL"] = Field(
         default="FULL", description="SQLite's synchronous pragma (FULL survives power loss)."
     )
+    warm_up: bool = Field(
+        default=True, description="Build every project's reasoning state from the database at "
+        "start-up (else each project is built on its first request)."
+    )
     default_prediction_model: Literal["random_forest", "logistic_regression"] = "random_forest"
     blas_threads: int = Field(
         default=1, ge=1, description="Threads of numpy's BLAS per process. Requests already "

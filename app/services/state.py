@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from app.errors import ServiceError
 from models import AssertedLabel, Concept, PoolPair, Project
@@ -34,6 +34,7 @@ __all__ = [
     "catch_up",
     "decode_features",
     "encode_features",
+    "warm_up",
 ]
 
 FEATURE_DTYPE = np.dtype("<f8")
@@ -242,6 +243,11 @@ class StateRegistry:
                 state = self._states[project_id] = ProjectState(project_id)
             return state
 
+    def cached(self, project_id: int) -> ProjectState | None:
+        """The project's state if this process has one (built or not), else None."""
+        with self._lock:
+            return self._states.get(project_id)
+
     def drop(self, project_id: int) -> None:
         with self._lock:
             self._states.pop(project_id, None)
@@ -263,3 +269,31 @@ class StateRegistry:
             except BaseException:
                 state.invalidate()
                 raise
+
+
+def warm_up(sessions: sessionmaker[Session], registry: StateRegistry) -> tuple[int, int]:
+    """Build the cached state of every project from the database (at start-up).
+
+    Each project is read in its own short read-only transaction, so warming never holds one
+    long snapshot or any write lock, and processes that start together do not wait on each
+    other. A project changed meanwhile (by another process) is caught up by its next request
+    as usual; one deleted meanwhile is skipped.
+
+    Returns
+    -------
+    projects, labels : int
+        How many projects were built and how many live asserted labels they hold.
+    """
+    with sessions() as session:
+        project_ids = list(session.scalars(select(Project.id).order_by(Project.id)))
+    built = labels = 0
+    for project_id in project_ids:
+        with sessions() as session, registry.locked(project_id) as state:
+            project = session.get(Project, project_id)
+            if project is None:
+                registry.drop(project_id)
+                continue
+            catch_up(session, state, project)
+            built += 1
+            labels += len(state.labels)
+    return built, labels
