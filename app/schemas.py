@@ -59,6 +59,8 @@ __all__ = [
     "ProjectUpdate",
     "Query",
     "QueryBounds",
+    "SuggestionItem",
+    "SuggestionPage",
     "check_name",
 ]
 
@@ -368,6 +370,26 @@ class NextQueries(BaseModel):
     reserved_until: datetime | None = Field(
         default=None, description="When the lease on the returned pairs ends (with annotator)."
     )
+
+
+class SuggestionItem(BaseModel):
+    """A question the service suggested, as logged when ``next`` answered."""
+
+    id: int
+    a: str
+    b: str
+    strategy: str
+    score: float | None
+    gain_if_positive: float | None
+    gain_if_negative: float | None
+    annotator: str | None
+    version: int = Field(description="The project version the question was chosen at.")
+    created_at: datetime
+
+
+class SuggestionPage(BaseModel):
+    items: list[SuggestionItem]
+    total: int
 
 
 class PredictionItem(BaseModel):

@@ -1,4 +1,5 @@
-"""``/projects/{pid}/next`` and ``/predictions``: what to ask next, and the concept map."""
+"""``/projects/{pid}/next``, ``/suggestions`` and ``/predictions``: what to ask next, what was
+asked, and the concept map."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from fastapi import APIRouter, Query
 
 from app.db import SessionDep
 from app.routes.common import Limit, Offset, RegistryDep, SettingsDep, problem_responses
-from app.schemas import Name, NextQueries, PredictionPage
+from app.schemas import Name, NextQueries, PredictionPage, SuggestionPage
 from app.security import ProjectIdPath, ProjectKeyDep
 from app.services import queries as service
+from app.services.projects import get_project
 
 __all__ = ["router"]
 
@@ -55,3 +57,19 @@ def predictions(
     return PredictionPage.model_validate(service.predictions(
         session, registry, project_id, limit=limit, offset=offset,
         min_probability=min_probability))
+
+
+@router.get("/suggestions", response_model=SuggestionPage)
+def suggestions(
+    project_id: ProjectIdPath,
+    session: SessionDep,
+    annotator: Annotated[Name | None, Query(description="Only this annotator's questions.")]
+    = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> SuggestionPage:
+    """The log of the questions `next` suggested, newest first."""
+    get_project(session, project_id)
+    items, total = service.list_suggestions(session, project_id, annotator=annotator,
+                                            limit=limit, offset=offset)
+    return SuggestionPage.model_validate({"items": items, "total": total})

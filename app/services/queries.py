@@ -13,19 +13,20 @@ from datetime import timedelta
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, insert, select
-from sqlalchemy.orm import Session
+from sqlalchemy import delete, func, insert, select
+from sqlalchemy.orm import Session, aliased
 
 from app.db import write_transaction
 from app.errors import UnknownStrategy
 from app.services.learning import pool_predictions, strategy_model
 from app.services.projects import get_project
 from app.services.state import ProjectState, StateRegistry, catch_up
-from models import Reservation, Suggestion, utcnow
+from models import Concept, PoolPair, Reservation, Suggestion, utcnow
 from reasoning.strategies import parse_strategy
 from reasoning.strategies import select as select_rows
 
-__all__ = ["next_queries", "parse", "predictions"]
+__all__ = ["list_suggestions", "next_queries", "parse", "predictions"]
+
 
 def parse(text: str) -> str:
     """The canonical strategy name; :class:`UnknownStrategy` (422) otherwise."""
@@ -151,3 +152,24 @@ def predictions(session: Session, registry: StateRegistry, project_id: int, *, l
         items.append({"a": names[a_id], "b": names[b_id], "label": label, "source": source,
                       "probability": None if np.isnan(p) else float(p)})
     return {"items": items, "total": int(len(rows)), "model": result.info}
+
+
+def list_suggestions(session: Session, project_id: int, *, annotator: str | None, limit: int,
+                     offset: int) -> tuple[list[dict[str, Any]], int]:
+    """The logged questions of a project, newest first (optionally one annotator's)."""
+    where = [Suggestion.project_id == project_id]
+    if annotator is not None:
+        where.append(Suggestion.annotator == annotator)
+    total = session.scalar(select(func.count()).select_from(Suggestion).where(*where)) or 0
+    a, b = aliased(Concept), aliased(Concept)
+    rows = session.execute(
+        select(Suggestion, a.name, b.name)
+        .join(PoolPair, PoolPair.id == Suggestion.pair_id)
+        .join(a, a.id == PoolPair.a_id).join(b, b.id == PoolPair.b_id)
+        .where(*where).order_by(Suggestion.id.desc()).limit(limit).offset(offset)
+    ).all()
+    items = [{"id": s.id, "a": a_name, "b": b_name, "strategy": s.strategy, "score": s.score,
+              "gain_if_positive": s.gain_positive, "gain_if_negative": s.gain_negative,
+              "annotator": s.annotator, "version": s.version, "created_at": s.created_at}
+             for s, a_name, b_name in rows]
+    return items, total

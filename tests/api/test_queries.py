@@ -127,6 +127,33 @@ def test_suggestions_are_logged(client: TestClient) -> None:
     assert all(r.strategy == "LC-R+" for r in rows)
 
 
+def test_the_suggestion_log_is_listed_newest_first(client: TestClient) -> None:
+    pid = _chain_project(client)
+    first = client.get(f"/projects/{pid}/next", params={"annotator": "ann"}).json()["queries"]
+    label(client, pid, first[0]["a"], first[0]["b"],
+          "positive" if first[0]["a"] < first[0]["b"] else "negative")
+    second = client.get(f"/projects/{pid}/next", params={"k": 2, "strategy": "cnt"}).json()
+    body = client.get(f"/projects/{pid}/suggestions").json()
+    assert body["total"] == 3
+    items = body["items"]
+    assert [(i["a"], i["b"]) for i in items[2:]] == [(first[0]["a"], first[0]["b"])]
+    assert {(i["a"], i["b"]) for i in items[:2]} == {(q["a"], q["b"])
+                                                      for q in second["queries"]}
+    assert [i["strategy"] for i in items] == ["CNT", "CNT", "LC-R+"]
+    assert [i["annotator"] for i in items] == [None, None, "ann"]
+    assert items[2]["score"] == first[0]["score"]
+    assert items[2]["gain_if_positive"] == first[0]["gain_if_positive"]
+    assert items[0]["version"] > items[2]["version"]
+    assert items[0]["id"] > items[1]["id"] > items[2]["id"]
+    mine = client.get(f"/projects/{pid}/suggestions", params={"annotator": "ann"}).json()
+    assert mine["total"] == 1 and mine["items"][0]["annotator"] == "ann"
+    page = client.get(f"/projects/{pid}/suggestions", params={"limit": 1, "offset": 2}).json()
+    assert page["total"] == 3 and page["items"] == items[2:]
+    assert_problem(client.get("/projects/999/suggestions"), 404, "project-not-found")
+    assert_problem(client.get(f"/projects/{pid}/suggestions", params={"limit": 10_001}), 422,
+                   "validation-error")
+
+
 def test_leased_pairs_are_not_handed_to_another_annotator(client: TestClient) -> None:
     # Two unrelated pool pairs: an answer to one never decides the other.
     pid = new_project(client, ["a", "b", "c", "d"], [("a", "b", [1.0]), ("c", "d", [0.0])])
