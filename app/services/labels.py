@@ -61,7 +61,8 @@ def proof_refs(state: ProjectState, proof: Proof,
     """The asserted labels of ``proof`` as ``{"id", "a", "b", "label"}`` (names, not ids).
 
     ``pending`` maps pairs asserted earlier in the same bulk import to their item index; such
-    labels have no id yet and are cited by ``index``.
+    labels have no id yet and are cited by ``index``. In a bulk import every reference has both
+    members (absent values are null).
     """
     name: dict[Any, str] = state.name_of
     refs = []
@@ -69,9 +70,9 @@ def proof_refs(state: ProjectState, proof: Proof,
         pair: Any = (lab.a, lab.b)
         ref: dict[str, Any] = {"id": None, "a": name[lab.a], "b": name[lab.b],
                                "label": label_name(lab.positive)}
-        if pending is not None and pair in pending:
-            ref["index"] = pending[pair]
-        else:
+        if pending is not None:
+            ref["index"] = pending.get(pair)
+        if ref.get("index") is None:
             live = state.labels.get(pair)
             ref["id"] = live.id if live is not None else None
         refs.append(ref)

@@ -136,7 +136,9 @@ def test_bulk_import_with_contradictions_stores_nothing_and_lists_each(
     assert [c["index"] for c in listed] == [1, 2]
     assert listed[0]["proof"] == [{"id": None, "index": 0, "a": "a", "b": "b",
                                    "label": "positive"}]
-    assert [p["id"] for p in listed[1]["proof"]] == [stored]
+    # Absent values are null: a stored label is cited by id, with "index": null.
+    assert listed[1]["proof"] == [{"id": stored, "index": None, "a": "c", "b": "d",
+                                   "label": "positive"}]
     assert set(_decided(client, pid, source="asserted")) == {("c", "d")}
 
 
