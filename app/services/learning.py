@@ -1,7 +1,8 @@
 """The classifiers behind the questions and the predictions, retrained only when needed.
 
-Each model is cached in the project's state with the project version it was trained at; a
-request retrains only when the version moved (labels, pool or settings changed).
+Each model is cached in the project's state with what it was trained on
+(:meth:`~app.services.state.ProjectState.training_key`); a request retrains only when that
+changed (the labels or the pool), not when a concept is added or the project renamed.
 
 * The strategy's model (:func:`reasoning.strategies.fit_model`): trained on the decided pool
   pairs for strategies that use the closure (``-R``, ``-R+``, CNT), else on the asserted ones.
@@ -58,22 +59,24 @@ def strategy_model(state: ProjectState, strategy: str, *,
                    allow_stale: bool = False) -> tuple[Any, dict[str, Any] | None]:
     """The strategy's fitted model and its description, or ``(None, None)`` (p = 0.5).
 
-    Call while holding ``state.lock``; retrains only when the project version moved. With
-    ``allow_stale`` a model trained at an older version is used as it is (its ``version`` says
-    which): under a stream of labels, retraining inside the write lock would serialize it.
+    Call while holding ``state.lock``; retrains only when the labels or the pool changed. With
+    ``allow_stale`` a model trained on older labels is used as it is (its ``version`` says
+    when it was trained): under a stream of labels, retraining inside the write lock would
+    serialize it.
     """
     if not needs_model(strategy):
         return None, None
     closure_labels = uses_closure(strategy)
     key = f"strategy:{family(strategy)}:{'closure' if closure_labels else 'asserted'}"
     cached = state.models.get(key)
-    if cached is not None and (cached[0] == state.version or allow_stale):
+    trained_on = state.training_key()
+    if cached is not None and (cached[0] == trained_on or allow_stale):
         return cached[1], cached[2]
     X, y = training_set(state, closure_labels)
     model = fit_model(strategy, X, y, random_state=RANDOM_STATE)
     name = "logistic_regression" if family(strategy) == "lc" else "decision_tree_committee"
     info = model_info(name, y, state.version) if model is not None else None
-    state.models[key] = (state.version, model, info)
+    state.models[key] = (trained_on, model, info)
     return model, info
 
 
@@ -108,8 +111,9 @@ def pool_predictions(registry: StateRegistry, state: ProjectState,
     second for the forest, runs outside ``state.lock`` so that labels keep flowing.
     """
     with state.lock:
+        trained_on = state.training_key()
         cached = state.predictions
-        if cached is not None and cached[0] == state.version and cached[2] is not None \
+        if cached is not None and cached[0] == trained_on and cached[2] is not None \
                 and cached[2].kind == kind:
             return cached[2]
         version = state.version
@@ -122,7 +126,7 @@ def pool_predictions(registry: StateRegistry, state: ProjectState,
     with state.training_lock:
         with state.lock:
             cached = state.predictions
-            if cached is not None and cached[0] == version and cached[2] is not None \
+            if cached is not None and cached[0] == trained_on and cached[2] is not None \
                     and cached[2].kind == kind:
                 return cached[2]
         model = _fit_prediction_model(kind, X_train, y_train)
@@ -131,6 +135,6 @@ def pool_predictions(registry: StateRegistry, state: ProjectState,
         info = model_info(kind, y_train, version) if model is not None else None
         result = PoolPredictions(version, kind, pairs, asserted, values, probabilities, info)
         with state.lock:
-            if state.version == version:
-                state.predictions = (version, None, result)
+            if state.training_key() == trained_on:
+                state.predictions = (trained_on, None, result)
     return result

@@ -70,7 +70,29 @@ class ProjectState:
         self.project_id = project_id
         self.lock = threading.RLock()
         self.training_lock = threading.Lock()
+        self.closure_generation = 0
         self.invalidate()
+
+    @property
+    def closure(self) -> Closure:
+        """The closure of the live asserted labels (grows in place as labels arrive)."""
+        return self._closure
+
+    @closure.setter
+    def closure(self, closure: Closure) -> None:
+        # A replaced closure (rebuild, retraction, bulk import) is another training set.
+        self._closure = closure
+        self.closure_generation += 1
+
+    def training_key(self) -> tuple[int, int, int, int]:
+        """Changes exactly when what a model is trained on may have changed.
+
+        The decided pool pairs and their values are fixed by the closure (replaced, or grown
+        in place: its size), the asserted labels (a label on an inferred pair decides nothing
+        new but joins the asserted training set) and the pool. Concepts, names and settings are
+        not in it: a new concept does not retrain a model.
+        """
+        return (self.closure_generation, len(self._closure), len(self.labels), self.n_pool)
 
     def invalidate(self) -> None:
         """Forget everything; the next :func:`catch_up` rebuilds from the database."""
@@ -88,8 +110,9 @@ class ProjectState:
         self.max_pair_id = 0
         self.labels: dict[tuple[int, int], LiveLabel] = {}
         self.pair_of_label: dict[int, tuple[int, int]] = {}
-        self.models: dict[str, tuple[int, Any, dict[str, Any] | None]] = {}
-        self.predictions: tuple[int, Any, Any] | None = None  # (version, _, PoolPredictions)
+        # Trained models, keyed by what they were trained on (:meth:`training_key`).
+        self.models: dict[str, tuple[tuple[int, ...], Any, dict[str, Any] | None]] = {}
+        self.predictions: tuple[tuple[int, ...], Any, Any] | None = None  # (key, _, result)
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None
         self._values: tuple[Closure, tuple[int, int], np.ndarray] | None = None
 

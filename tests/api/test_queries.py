@@ -103,12 +103,36 @@ def test_the_model_is_retrained_only_when_the_labels_changed(client: TestClient)
     label(client, pid, "c4", "c6", "negative")
     state = client.app.state.reasoning.get(pid)  # type: ignore[attr-defined]
     client.get(f"/projects/{pid}/next")
-    (key, (version, model, _)), = state.models.items()
+    (key, (_, model, info)), = state.models.items()
     client.get(f"/projects/{pid}/next")
     assert state.models[key][1] is model
     label(client, pid, "c2", "c3")
     client.get(f"/projects/{pid}/next")
-    assert state.models[key][1] is not model and state.models[key][0] > version
+    assert state.models[key][1] is not model
+    assert client.get(f"/projects/{pid}/next").json()["model"]["version"] > info["version"]
+
+
+def test_a_new_concept_or_name_does_not_retrain(client: TestClient) -> None:
+    pid = _chain_project(client)
+    label(client, pid, "c0", "c1")
+    label(client, pid, "c4", "c6", "negative")
+    state = client.app.state.reasoning.get(pid)  # type: ignore[attr-defined]
+    first = client.get(f"/projects/{pid}/next").json()["model"]
+    (key, (_, model, _)), = state.models.items()
+    predictions = client.get(f"/projects/{pid}/predictions").json()
+    result = state.predictions[2]
+    client.post(f"/projects/{pid}/concepts", json={"concepts": [{"name": "newcomer"}]})
+    client.patch(f"/projects/{pid}", json={"name": "renamed"})
+    assert client.get(f"/projects/{pid}/next").json()["model"] == first
+    assert state.models[key][1] is model
+    assert client.get(f"/projects/{pid}/predictions").json() == predictions
+    assert state.predictions[2] is result
+    # A new pool pair is new data: both models are trained again.
+    client.post(f"/projects/{pid}/pairs",
+                json={"pairs": [{"a": "newcomer", "b": "c0", "features": [0.0, 0.0]}]})
+    client.get(f"/projects/{pid}/next")
+    client.get(f"/projects/{pid}/predictions")
+    assert state.models[key][1] is not model and state.predictions[2] is not result
 
 
 def test_an_exhausted_pool_gives_an_empty_list(client: TestClient) -> None:
