@@ -28,6 +28,7 @@ from reasoning.closure import Closure, Label
 
 __all__ = [
     "FEATURE_DTYPE",
+    "MODEL_FEATURE_BOUND",
     "LiveLabel",
     "ProjectState",
     "StateRegistry",
@@ -38,6 +39,14 @@ __all__ = [
 ]
 
 FEATURE_DTYPE = np.dtype("<f8")
+
+MODEL_FEATURE_BOUND = 1e30
+"""Features are clipped to this magnitude before any classifier sees them.
+
+Any finite float is accepted and stored as sent, but scikit-learn's trees work in float32
+(largest about 3.4e38) and the scaler squares the values (1e200 squared overflows): beyond the
+bound a model would fail on them. No real feature comes near it.
+"""
 
 
 def encode_features(values: np.ndarray | list[float]) -> bytes:
@@ -122,13 +131,17 @@ class ProjectState:
         return len(self.pair_ids)
 
     def pool_arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(pool, X)``: the pool as closure indices ``(m, 2)`` and its features ``(m, f)``."""
+        """``(pool, X)``: the pool as closure indices ``(m, 2)`` and its features ``(m, f)``.
+
+        ``X`` is what the classifiers see: clipped to :data:`MODEL_FEATURE_BOUND`.
+        """
         if self._arrays is None or len(self._arrays[0]) != self.n_pool:
             index = self.closure.index
             pool = np.array([(index(a), index(b)) for a, b in self.pair_concepts],
                             dtype=np.int64).reshape(-1, 2)
             width = self.feature_length or 0
-            X = (np.vstack(self.pair_features) if self.pair_features
+            X = (np.clip(np.vstack(self.pair_features), -MODEL_FEATURE_BOUND,
+                         MODEL_FEATURE_BOUND) if self.pair_features
                  else np.zeros((0, width), dtype=np.float64))
             self._arrays = (pool, X)
         return self._arrays

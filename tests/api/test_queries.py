@@ -151,6 +151,35 @@ def test_suggestions_are_logged(client: TestClient) -> None:
     assert all(r.strategy == "LC-R+" for r in rows)
 
 
+@pytest.mark.parametrize("prediction_model", ["random_forest", "logistic_regression"])
+def test_huge_finite_features_never_break_a_model(client: TestClient,
+                                                  prediction_model: str) -> None:
+    # Accepted as any finite float, but beyond float32 for the trees, and squared by the scaler.
+    rng = np.random.default_rng(1)
+    extremes = [1.7e308, -1.7e308, 1e200, 3.4e38, 5e-324, 0.0]
+    pairs = [(NAMES[i], NAMES[j], [float(rng.choice(extremes)), float(j - i)])
+             for i in range(N) for j in range(N) if i != j]
+    pid = new_project(client, NAMES, pairs, prediction_model=prediction_model)
+    for a, b in [("c0", "c1"), ("c1", "c2"), ("c4", "c6")]:
+        label(client, pid, a, b)
+    for a, b in [("c6", "c5"), ("c3", "c0")]:
+        label(client, pid, a, b, "negative")
+    for strategy in STRATEGY_NAMES:
+        body = client.get(f"/projects/{pid}/next", params={"strategy": strategy, "k": 3})
+        assert body.status_code == 200, (strategy, body.text)
+        assert body.json()["queries"]
+    predictions = client.get(f"/projects/{pid}/predictions", params={"limit": 10_000})
+    assert predictions.status_code == 200, predictions.text
+    assert predictions.json()["model"]["name"] == prediction_model
+    predicted = [i for i in predictions.json()["items"] if i["source"] == "predicted"]
+    assert predicted and all(0 <= i["probability"] <= 1 for i in predicted)
+    status = client.get(f"/projects/{pid}/pairs/status", params={"a": "c7", "b": "c0"})
+    assert status.status_code == 200 and 0 <= status.json()["prediction"] <= 1
+    # The stored features are still exactly what was sent.
+    stored = client.get(f"/projects/{pid}/pairs", params={"limit": 10_000}).json()["items"]
+    assert [p["features"] for p in stored] == [f for _, _, f in pairs]
+
+
 def test_the_suggestion_log_is_listed_newest_first(client: TestClient) -> None:
     pid = _chain_project(client)
     first = client.get(f"/projects/{pid}/next", params={"annotator": "ann"}).json()["queries"]
