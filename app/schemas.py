@@ -72,7 +72,9 @@ MAX_LIMIT = 10_000
 """Largest page of a listing."""
 MAX_DESCRIPTION = 10_000
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# Control characters, surrogates, and U+FFFE/U+FFFF (which no XML document, hence no GraphML
+# export, can carry).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 _NUL_OR_SURROGATE = re.compile("[\x00\ud800-\udfff]")
 
 
@@ -81,7 +83,8 @@ def check_name(value: str) -> str:
     match = _CONTROL.search(value)
     if match:
         char = match.group()
-        what = "unpaired surrogate" if "\ud800" <= char <= "\udfff" else "control character"
+        what = ("unpaired surrogate" if "\ud800" <= char <= "\udfff" else
+                "noncharacter" if char in "\ufffe\uffff" else "control character")
         raise ValueError(f"{what} U+{ord(char):04X} at position {match.start()} is not allowed")
     return value
 
@@ -97,7 +100,7 @@ def _check_text(value: str) -> str:
 
 # The same rule for OpenAPI clients and fuzzers (surrogates are left to the validator: a JSON
 # Schema pattern cannot name lone ones).
-NAME_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+NAME_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f\\ufffe\\uffff]*$"
 Name = Annotated[
     str,
     StringConstraints(min_length=1, max_length=NAME_LENGTH),

@@ -180,6 +180,18 @@ def test_huge_finite_features_never_break_a_model(client: TestClient,
     assert [p["features"] for p in stored] == [f for _, _, f in pairs]
 
 
+def test_the_graphml_export_carries_any_accepted_name(client: TestClient) -> None:
+    names = ["a/b", 'say "hi"', "<&>", "日本語", "emoji 🙂", "line\u2028sep", "\ufdd0",
+             "\U0010fffd", "\ufffd"]
+    pid = new_project(client, names)
+    for a, b in zip(names, names[1:], strict=False):
+        label(client, pid, a, b)
+    response = client.get(f"/projects/{pid}/export", params={"format": "graphml"})
+    graph = nx.read_graphml(io.BytesIO(response.content))
+    assert set(graph.nodes) == set(names)
+    assert graph.number_of_edges() == len(names) * (len(names) - 1) // 2
+
+
 def test_the_suggestion_log_is_listed_newest_first(client: TestClient) -> None:
     pid = _chain_project(client)
     first = client.get(f"/projects/{pid}/next", params={"annotator": "ann"}).json()["queries"]
