@@ -21,22 +21,16 @@ Run::
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import numpy as np
 
+from benchmarks.serving import Server
 from reasoning.data import load_domain
 from reasoning.generate import random_order
 
@@ -44,41 +38,6 @@ __all__ = ["main", "measure"]
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS_MS = {"POST label": 10.0, "GET next LC-R+ after a label": 150.0}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def running_server(database_url: str, workdir: Path) -> Iterator[str]:
-    """`sporal serve` on a free port; yields its base URL; stopped afterwards."""
-    port = _free_port()
-    script = shutil.which("sporal")
-    command = [script] if script else [sys.executable, "-m", "app.cli"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SPORAL_")}
-    env["SPORAL_DATABASE_URL"] = database_url
-    log = open(workdir / "server.log", "wb")  # noqa: SIM115 - closed below
-    process = subprocess.Popen([*command, "serve", "--host", "127.0.0.1", "--port", str(port)],
-                               cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                               start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError((workdir / "server.log").read_text(errors="replace"))
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            time.sleep(0.1)
-        yield url
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=30)
-        log.close()
 
 
 def measure(call: Callable[[], httpx.Response], expect: tuple[int, ...] = (200, 201)) -> float:
@@ -185,8 +144,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         url = args.database_url or f"sqlite:///{Path(tmp) / 'bench.db'}"
-        with running_server(url, Path(tmp)) as base:
-            times = run(base, args.data, args.posts, args.nexts, args.lists, args.seed)
+        with Server(url, Path(tmp)) as server:
+            times = run(server.base_url, args.data, args.posts, args.nexts, args.lists, args.seed)
     rows = summarize(times)
     print(f"{'operation':34s} {'n':>5s} {'p50 ms':>9s} {'p99 ms':>9s} {'x health':>9s}  target")
     for r in rows:

@@ -19,90 +19,21 @@ Only loopback: the server is started here, on 127.0.0.1 and a free port, and sto
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import os
 import random
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
-import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import numpy as np
 
+from benchmarks.serving import Server, postgres_database
+
 __all__ = ["LoadResult", "main", "run_load"]
-
-
-# --------------------------------------------------------------------------------------------
-# Server and databases
-# --------------------------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def serve(database_url: str, workdir: Path, workers: int = 1) -> Iterator[str]:
-    """A `sporal serve` process on 127.0.0.1 for the duration of the block; yields its URL."""
-    script = Path(sys.executable).with_name("sporal")
-    command = [str(script)] if script.exists() else [shutil.which("sporal") or "sporal"]
-    port = _free_port()
-    command += ["serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
-    env = {**os.environ, "SPORAL_DATABASE_URL": database_url}
-    env.pop("SPORAL_ADMIN_KEY", None)
-    log = open(workdir / f"server-{port}.log", "wb")  # noqa: SIM115 - closed below
-    process = subprocess.Popen(command, cwd=workdir, env=env, stdout=log,
-                               stderr=subprocess.STDOUT, start_new_session=True)
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the server did not start; see {log.name}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{base_url}/health", timeout=2).status_code == 200:
-                    break
-            time.sleep(0.1)
-        yield base_url
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        log.close()
-
-
-@contextlib.contextmanager
-def postgres_database(base_url: str) -> Iterator[str]:
-    """A fresh database on the server of ``base_url``, dropped afterwards."""
-    import psycopg
-    from sqlalchemy.engine import make_url
-
-    url = make_url(base_url)
-    admin = url.set(drivername="postgresql").render_as_string(hide_password=False)
-    name = f"sporal_load_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 # --------------------------------------------------------------------------------------------
@@ -276,12 +207,14 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="sporal-load-") as tmp:
         workdir = Path(tmp)
         if not args.skip_sqlite:
-            with serve(f"sqlite:///{workdir / 'load.db'}", workdir, args.workers) as url:
-                print(run_load(url, "SQLite", **options).report(), flush=True)
+            with Server(f"sqlite:///{workdir / 'load.db'}", workdir, workers=args.workers,
+                        startup_timeout=120) as server:
+                print(run_load(server.base_url, "SQLite", **options).report(), flush=True)
         if args.postgres_url:
-            with postgres_database(args.postgres_url) as database_url, \
-                    serve(database_url, workdir, args.workers) as url:
-                print(run_load(url, "PostgreSQL", **options).report(), flush=True)
+            with postgres_database(args.postgres_url, "sporal_load_") as database_url, \
+                    Server(database_url, workdir, workers=args.workers,
+                           startup_timeout=120) as server:
+                print(run_load(server.base_url, "PostgreSQL", **options).report(), flush=True)
         else:
             print("PostgreSQL: skipped (no --postgres-url and SPORAL_TEST_POSTGRES_URL unset)")
 

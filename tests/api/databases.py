@@ -2,19 +2,22 @@
 
 ``SPORAL_TEST_POSTGRES_URL`` (a server URL such as ``postgresql://user@127.0.0.1:5432/postgres``)
 switches the API and end-to-end tests to PostgreSQL; each test then gets a fresh database,
-cloned from a migrated template so that migrating once serves every test.
+cloned from a migrated template so that migrating once serves every test. The databases
+themselves are made by :mod:`benchmarks.serving`, as for the reliability tests and benchmarks.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pytest
+
+from benchmarks import serving
+from benchmarks.serving import postgres_admin_url
 
 POSTGRES_URL_VARIABLE = "SPORAL_TEST_POSTGRES_URL"
 
@@ -45,30 +48,12 @@ def sqlite_url(path: Path) -> str:
     return f"sqlite:///{path}"
 
 
-def postgres_admin_url(base_url: str) -> str:
-    """A plain libpq URL of the server (for psycopg, without the SQLAlchemy driver name)."""
-    from sqlalchemy.engine import make_url
+def postgres_database(base_url: str, template: str | None = None) -> AbstractContextManager[str]:
+    """A fresh database on the server of ``base_url`` (a copy of ``template``); dropped after.
 
-    return make_url(base_url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
-@contextmanager
-def postgres_database(base_url: str, template: str | None = None) -> Iterator[str]:
-    """A fresh database on the server of ``base_url`` (a copy of ``template``); dropped after."""
-    import psycopg
-    from sqlalchemy.engine import make_url
-
-    admin = postgres_admin_url(base_url)
-    name = f"sporal_api_{uuid.uuid4().hex[:12]}"
-    clause = f' TEMPLATE "{template}"' if template else ""
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"{clause}')
-    try:
-        yield make_url(base_url).set(drivername="postgresql+psycopg",
-                                     database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    :func:`benchmarks.serving.postgres_database`, with names that say the API tests made it.
+    """
+    return serving.postgres_database(base_url, "sporal_api_", template=template)
 
 
 @contextmanager

@@ -9,85 +9,17 @@ the asserted labels after a restart.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from benchmarks.serving import Server
 from reasoning.closure import Closure
 from reasoning.data import load_domain
 from reasoning.generate import random_order
 from tests.api.databases import backend, postgres_database, require_postgres, sqlite_url
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _sporal() -> list[str]:
-    script = Path(sys.executable).with_name("sporal")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("sporal")
-    return [found] if found else [sys.executable, "-m", "app.cli"]
-
-
-class Service:
-    """`sporal serve` on 127.0.0.1 in its own process group, logging to a file."""
-
-    def __init__(self, database_url: str, workdir: Path, workers: int = 1) -> None:
-        self.database_url = database_url
-        self.workdir = workdir
-        self.workers = workers
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SPORAL_")}
-        env.update(SPORAL_DATABASE_URL=self.database_url, PYTHONUNBUFFERED="1")
-        log = open(self.workdir / "server.log", "ab")  # noqa: SIM115 - owned by the process
-        self.process = subprocess.Popen(
-            [*_sporal(), "serve", "--host", "127.0.0.1", "--port", str(self.port),
-             "--workers", str(self.workers)],
-            cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the server exited:\n{self.log()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    return
-            time.sleep(0.1)
-        raise RuntimeError(f"the server did not start:\n{self.log()}")
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-
-    def log(self) -> str:
-        path = self.workdir / "server.log"
-        return path.read_text(errors="replace")[-4000:] if path.exists() else ""
 
 
 @pytest.fixture
@@ -100,11 +32,9 @@ def database_url(tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-def service(database_url: str, tmp_path: Path) -> Iterator[Service]:
-    server = Service(database_url, tmp_path)
-    server.start()
-    yield server
-    server.stop()
+def service(database_url: str, tmp_path: Path) -> Iterator[Server]:
+    with Server(database_url, tmp_path) as server:
+        yield server
 
 
 def _all_labels(client: httpx.Client, pid: int, source: str) -> list[dict]:
@@ -119,10 +49,10 @@ def _all_labels(client: httpx.Client, pid: int, source: str) -> list[dict]:
             return items
 
 
-def test_a_whole_lc_r_plus_session_on_data_mining(al_cpl: Path, service: Service) -> None:
+def test_a_whole_lc_r_plus_session_on_data_mining(al_cpl: Path, service: Server) -> None:
     domain = load_domain(al_cpl, "data_mining")
     truth = {pair: bool(value) for pair, value in zip(domain.pairs, domain.labels, strict=True)}
-    with httpx.Client(base_url=service.url, timeout=60) as client:
+    with httpx.Client(base_url=service.base_url, timeout=60) as client:
         pid = client.post("/projects", json={"name": "data mining"}).json()["id"]
         response = client.post(f"/projects/{pid}/concepts",
                                json={"concepts": [{"name": c} for c in domain.concepts]})
@@ -156,7 +86,7 @@ def test_a_whole_lc_r_plus_session_on_data_mining(al_cpl: Path, service: Service
 
     service.stop()
     service.start()  # a new process: its cache is rebuilt from the database
-    with httpx.Client(base_url=service.url, timeout=60) as client:
+    with httpx.Client(base_url=service.base_url, timeout=60) as client:
         asserted = _all_labels(client, pid, "asserted")
         assert len(asserted) == questions
         rebuilt = Closure.from_labels(
@@ -173,12 +103,12 @@ def test_two_workers_answer_like_one(database_url: str, tmp_path: Path) -> None:
     order = random_order(40, 400, degree=1.5, depth=5, random_state=11)
     names = [f"concept {i}" for i in order.concepts]
     labels = order.sample_labels(80, random_state=12)
-    server = Service(database_url, tmp_path, workers=2)
+    server = Server(database_url, tmp_path, workers=2)
     server.start()
     try:
         # A fresh connection per request lets the kernel spread them over both workers.
         def call(method: str, path: str, **kwargs: object) -> httpx.Response:
-            with httpx.Client(base_url=server.url, timeout=60) as client:
+            with httpx.Client(base_url=server.base_url, timeout=60) as client:
                 return client.request(method, path, **kwargs)  # type: ignore[arg-type]
 
         pid = call("POST", "/projects", json={"name": "two workers"}).json()["id"]

@@ -18,7 +18,9 @@ from typing import Any
 import networkx as nx
 import pytest
 
-from tests.e2e.test_labeling_session import ROOT, Service
+from benchmarks.serving import Server
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(shutil.which("curl") is None or shutil.which("bash") is None,
                                 reason="the walk-through needs curl and bash")
@@ -92,13 +94,9 @@ def _check(answers: list[Any], cwd: Path) -> None:
 
 
 def test_the_readme_walk_through_works_as_pasted(tmp_path: Path) -> None:
-    service = Service(f"sqlite:///{tmp_path / 'sporal.db'}", tmp_path)
-    service.start()
-    try:
+    with Server(f"sqlite:///{tmp_path / 'sporal.db'}", tmp_path) as service:
         script = walk_through()
         for attempt in range(2):  # pasted again on the same database
             cwd = tmp_path / f"paste{attempt}"
             cwd.mkdir()
-            _check(_paste(script, service.url, cwd), cwd)
-    finally:
-        service.stop()
+            _check(_paste(script, service.base_url, cwd), cwd)

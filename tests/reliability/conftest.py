@@ -49,14 +49,14 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     if request.param == "sqlite":
         yield sqlite_url(tmp_path / "sporal.db")
         return
-    with postgres_database(_postgres_base_url()) as url:
+    with postgres_database(_postgres_base_url(), "sporal_rel_") as url:
         yield url
 
 
 @pytest.fixture
 def postgres_url(tmp_path: Path) -> Iterator[str]:
     """An empty PostgreSQL database; skips when no server is given."""
-    with postgres_database(_postgres_base_url()) as url:
+    with postgres_database(_postgres_base_url(), "sporal_rel_") as url:
         yield url
 
 

@@ -3,27 +3,22 @@
 The tests drive the service the way a team does: a real server process on a free loopback
 port, clients over HTTP in threads, and an independent recomputation of what the database
 should hold. Nothing here imports the service: the tests see only its REST contract.
+The server process and the PostgreSQL databases come from :mod:`benchmarks.serving`, shared
+with the end-to-end tests and the benchmarks; they are re-exported here for the tests.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import os
 import random
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import numpy as np
+
+from benchmarks.serving import Server, postgres_database
 
 __all__ = [
     "POSTGRES_URL_VARIABLE",
@@ -33,7 +28,6 @@ __all__ = [
     "create_project",
     "fetch_decided",
     "fetch_asserted",
-    "free_port",
     "generate_order",
     "postgres_database",
     "sqlite_url",
@@ -51,149 +45,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def sqlite_url(path: Path) -> str:
     """The SQLAlchemy URL of a SQLite file."""
     return f"sqlite:///{path}"
-
-
-@contextlib.contextmanager
-def postgres_database(base_url: str) -> Iterator[str]:
-    """A fresh, empty database on the server of ``base_url``; dropped afterwards.
-
-    Each test gets its own database so that tests never see each other's projects and a
-    half-migrated schema of a failed test cannot leak into the next one.
-    """
-    import psycopg
-    from sqlalchemy.engine import make_url
-
-    url = make_url(base_url)
-    admin = url.set(drivername="postgresql").render_as_string(hide_password=False)
-    name = f"sporal_rel_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-# --------------------------------------------------------------------------------------------
-# The server process
-# --------------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _serve_command() -> list[str]:
-    """The installed `sporal` console script, or the same CLI through this interpreter."""
-    script = Path(sys.executable).with_name("sporal")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("sporal")
-    if found:
-        return [found]
-    return [sys.executable, "-m", "app.cli"]
-
-
-@dataclass
-class Server:
-    """A `sporal serve` process on 127.0.0.1, in its own process group.
-
-    The process group matters: with ``--workers`` uvicorn forks children, and a crash test
-    must kill all of them at once, as a power cut or the OOM killer would.
-    """
-
-    database_url: str
-    log_dir: Path
-    port: int = field(default_factory=free_port)
-    workers: int = 1
-    env: dict[str, str] = field(default_factory=dict)
-    startup_timeout: float = 90.0
-    process: subprocess.Popen[bytes] | None = None
-    starts: int = 0
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def log_path(self) -> Path:
-        return self.log_dir / f"server-{self.port}.log"
-
-    def start(self, wait: bool = True) -> Server:
-        """Start the process (on the same port and database as before, after a kill)."""
-        if self.process is not None and self.process.poll() is None:
-            raise RuntimeError("the server is already running")
-        env = dict(os.environ)
-        env.pop("SPORAL_ADMIN_KEY", None)
-        env.update({"SPORAL_DATABASE_URL": self.database_url, "PYTHONUNBUFFERED": "1"})
-        env.update(self.env)
-        command = [*_serve_command(), "serve", "--host", "127.0.0.1", "--port", str(self.port)]
-        if self.workers != 1:
-            command += ["--workers", str(self.workers)]
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            log.write(f"\n=== start {self.starts}: {' '.join(command)}\n".encode())
-            log.flush()
-            self.process = subprocess.Popen(command, cwd=self.log_dir, env=env, stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
-        self.starts += 1
-        if wait:
-            self.wait_ready()
-        return self
-
-    def wait_ready(self) -> None:
-        """Block until GET /health answers 200; fail with the server's log if it dies."""
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            if self.process is None or self.process.poll() is not None:
-                raise RuntimeError(f"the server exited during start-up:\n{self.log_tail()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.base_url}/health", timeout=2.0).status_code == 200:
-                    return
-            time.sleep(0.05)
-        raise RuntimeError(f"the server did not answer /health in time:\n{self.log_tail()}")
-
-    def kill(self) -> None:
-        """SIGKILL the whole process group: no shutdown handler runs, as in a crash."""
-        if self.process is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-    def stop(self) -> None:
-        """A clean stop (SIGTERM, then SIGKILL after a grace period)."""
-        if self.process is None or self.process.poll() is not None:
-            self._reap_group()
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.kill()
-        self._reap_group()
-
-    def _reap_group(self) -> None:
-        # Forked workers may outlive their parent; never leave them holding the port or the DB.
-        if self.process is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-
-    def log_tail(self, lines: int = 60) -> str:
-        if not self.log_path.exists():
-            return "(no log)"
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-    def __enter__(self) -> Server:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 # --------------------------------------------------------------------------------------------
