@@ -113,6 +113,8 @@ _SMALL = 48  # below this many set bits, peeling bits in Python beats a numpy ro
 
 def _bits(mask: int) -> list[int]:
     """The positions of the set bits of ``mask``, ascending."""
+    if not mask & (mask - 1):  # zero or one bit: the common case of a sparse order
+        return [mask.bit_length() - 1] if mask else []
     if mask.bit_count() <= _SMALL:
         out = []
         while mask:
@@ -387,12 +389,17 @@ class Closure:
         """Make ``rows × cols`` negative; return the pairs that were not negative yet."""
         nrow, ncol = self._nrow, self._ncol
         new: list[tuple[int, int]] = []
+        changed = 0  # the columns that gained a pair: only those need their column bitset
         for x in _bits(rows):
             add = cols & ~nrow[x]
             if add:
                 nrow[x] |= add
-                new.extend((x, y) for y in _bits(add))
-        for y in _bits(cols):
+                changed |= add
+                if add & (add - 1):
+                    new += [(x, y) for y in _bits(add)]
+                else:  # one new pair, by far the most frequent case
+                    new.append((x, add.bit_length() - 1))
+        for y in _bits(changed):
             ncol[y] |= rows
         self.n_negative += len(new)
         return new
@@ -409,12 +416,17 @@ class Closure:
         neg_col = self._ncol[j] | 1 << j  # NC*(b)
         down, up = self._down, self._up
         pos: list[tuple[int, int]] = []
+        changed = 0
         for x in _bits(anc):
             add = desc & ~down[x]
             if add:
                 down[x] |= add
-                pos.extend((x, y) for y in _bits(add))
-        for y in _bits(desc):
+                changed |= add
+                if add & (add - 1):
+                    pos += [(x, y) for y in _bits(add)]
+                else:
+                    pos.append((x, add.bit_length() - 1))
+        for y in _bits(changed):
             up[y] |= anc
         self.n_positive += len(pos)
         pos.remove((i, j))
