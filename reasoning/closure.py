@@ -385,22 +385,45 @@ class Closure:
         else:
             self._asserted_neg[i] |= 1 << j
 
+    @staticmethod
+    def _fill(by_row: list[int], by_col: list[int], rows: int, cols: int) -> list[tuple[int, int]]:
+        """Set ``rows × cols`` in a relation kept by rows and by columns; return the new pairs.
+
+        The loop runs over the smaller side: the product costs min(|rows|, |cols|) bitset
+        operations plus the pairs it adds, and the other side's bitsets are touched only where
+        a pair was added.
+        """
+        new: list[tuple[int, int]] = []
+        changed = 0
+        if rows.bit_count() <= cols.bit_count():
+            for x in _bits(rows):
+                add = cols & ~by_row[x]
+                if add:
+                    by_row[x] |= add
+                    changed |= add
+                    if add & (add - 1):
+                        new += [(x, y) for y in _bits(add)]
+                    else:  # one new pair, by far the most frequent case
+                        new.append((x, add.bit_length() - 1))
+            for y in _bits(changed):
+                by_col[y] |= rows
+        else:
+            for y in _bits(cols):
+                add = rows & ~by_col[y]
+                if add:
+                    by_col[y] |= add
+                    changed |= add
+                    if add & (add - 1):
+                        new += [(x, y) for x in _bits(add)]
+                    else:
+                        new.append((add.bit_length() - 1, y))
+            for x in _bits(changed):
+                by_row[x] |= cols
+        return new
+
     def _negate(self, rows: int, cols: int) -> list[tuple[int, int]]:
         """Make ``rows × cols`` negative; return the pairs that were not negative yet."""
-        nrow, ncol = self._nrow, self._ncol
-        new: list[tuple[int, int]] = []
-        changed = 0  # the columns that gained a pair: only those need their column bitset
-        for x in _bits(rows):
-            add = cols & ~nrow[x]
-            if add:
-                nrow[x] |= add
-                changed |= add
-                if add & (add - 1):
-                    new += [(x, y) for y in _bits(add)]
-                else:  # one new pair, by far the most frequent case
-                    new.append((x, add.bit_length() - 1))
-        for y in _bits(changed):
-            ncol[y] |= rows
+        new = self._fill(self._nrow, self._ncol, rows, cols)
         self.n_negative += len(new)
         return new
 
@@ -414,20 +437,7 @@ class Closure:
         desc = self._down[j] | 1 << j  # D*(b)
         neg_row = self._nrow[i] | 1 << i  # NR*(a), read before anything changes
         neg_col = self._ncol[j] | 1 << j  # NC*(b)
-        down, up = self._down, self._up
-        pos: list[tuple[int, int]] = []
-        changed = 0
-        for x in _bits(anc):
-            add = desc & ~down[x]
-            if add:
-                down[x] |= add
-                changed |= add
-                if add & (add - 1):
-                    pos += [(x, y) for y in _bits(add)]
-                else:
-                    pos.append((x, add.bit_length() - 1))
-        for y in _bits(changed):
-            up[y] |= anc
+        pos = self._fill(self._down, self._up, anc, desc)
         self.n_positive += len(pos)
         pos.remove((i, j))
         neg = self._negate(desc, neg_row)
