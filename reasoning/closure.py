@@ -393,32 +393,21 @@ class Closure:
         operations plus the pairs it adds, and the other side's bitsets are touched only where
         a pair was added.
         """
+        if rows.bit_count() > cols.bit_count():  # the same work on the transposed relation
+            return [(x, y) for y, x in Closure._fill(by_col, by_row, cols, rows)]
         new: list[tuple[int, int]] = []
         changed = 0
-        if rows.bit_count() <= cols.bit_count():
-            for x in _bits(rows):
-                add = cols & ~by_row[x]
-                if add:
-                    by_row[x] |= add
-                    changed |= add
-                    if add & (add - 1):
-                        new += [(x, y) for y in _bits(add)]
-                    else:  # one new pair, by far the most frequent case
-                        new.append((x, add.bit_length() - 1))
-            for y in _bits(changed):
-                by_col[y] |= rows
-        else:
-            for y in _bits(cols):
-                add = rows & ~by_col[y]
-                if add:
-                    by_col[y] |= add
-                    changed |= add
-                    if add & (add - 1):
-                        new += [(x, y) for x in _bits(add)]
-                    else:
-                        new.append((add.bit_length() - 1, y))
-            for x in _bits(changed):
-                by_row[x] |= cols
+        for x in _bits(rows):
+            add = cols & ~by_row[x]
+            if add:
+                by_row[x] |= add
+                changed |= add
+                if add & (add - 1):
+                    new += [(x, y) for y in _bits(add)]
+                else:  # one new pair, by far the most frequent case
+                    new.append((x, add.bit_length() - 1))
+        for y in _bits(changed):
+            by_col[y] |= rows
         return new
 
     def _negate(self, rows: int, cols: int) -> list[tuple[int, int]]:
