@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, Path, Query, Request
@@ -45,6 +46,17 @@ def _answer(status: int, body: dict, idempotency: Idempotency | None) -> Respons
     return JSONResponse(body, status_code=status, headers=headers)
 
 
+def _once(apply: Callable[..., tuple[int, dict]], kind: str, session, registry, project_id: int,
+          body, request: Request, inflight, idempotency_key: str | None) -> Response:
+    """Run a label write, at most once per ``Idempotency-Key`` when the client sent one."""
+    if idempotency_key is None:
+        return _answer(*apply(session, registry, project_id, body), None)
+    idem = Idempotency(project_id, idempotency_key, request_hash(kind, body),
+                       instance=request.url.path)
+    with inflight.claim(project_id, idempotency_key):
+        return _answer(*apply(session, registry, project_id, body, idem), idem)
+
+
 @router.post("", status_code=201, response_model=LabelCreated,
              responses={200: {"model": LabelCreated,
                               "description": "The same label was already asserted: its id, "
@@ -57,12 +69,8 @@ def post_label(project_id: ProjectIdPath, body: LabelIn, session: SessionDep, re
 
     A contradiction is 409 with `proof`: the asserted labels that force the opposite.
     """
-    if idempotency_key is None:
-        return _answer(*service.post_label(session, registry, project_id, body), None)
-    idem = Idempotency(project_id, idempotency_key, request_hash("label", body),
-                       instance=request.url.path)
-    with inflight.claim(project_id, idempotency_key):
-        return _answer(*service.post_label(session, registry, project_id, body, idem), idem)
+    return _once(service.post_label, "label", session, registry, project_id, body, request,
+                 inflight, idempotency_key)
 
 
 @router.post("/bulk", status_code=201, response_model=BulkLabelsCreated,
@@ -71,12 +79,8 @@ def post_bulk(project_id: ProjectIdPath, body: BulkLabels, session: SessionDep, 
               registry: RegistryDep, inflight: InFlightDep,
               idempotency_key: IdempotencyKey = None) -> Response:
     """Import labels in one transaction: all applied, or none with every contradiction listed."""
-    if idempotency_key is None:
-        return _answer(*service.post_bulk(session, registry, project_id, body), None)
-    idem = Idempotency(project_id, idempotency_key, request_hash("bulk", body),
-                       instance=request.url.path)
-    with inflight.claim(project_id, idempotency_key):
-        return _answer(*service.post_bulk(session, registry, project_id, body, idem), idem)
+    return _once(service.post_bulk, "bulk", session, registry, project_id, body, request,
+                 inflight, idempotency_key)
 
 
 @router.delete("/{label_id:int}", response_model=LabelRetracted, responses=problem_responses(409))
