@@ -14,9 +14,11 @@ from sqlalchemy.orm import Session
 from app.services.labels import list_labels
 from models import Concept
 
-__all__ = ["export"]
+__all__ = ["export", "neutralise_cell"]
 
 CSV_COLUMNS = ["a", "b", "label", "source", "id", "caused_by", "annotator"]
+# A spreadsheet runs a cell that starts with one of these as a formula (OWASP, CSV injection).
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json",
                "graphml": "application/graphml+xml"}
 
@@ -27,13 +29,27 @@ def _decided(session: Session, project_id: int) -> list[dict[str, Any]]:
     return items
 
 
+def neutralise_cell(value: Any) -> Any:
+    """The cell, with a leading ``'`` when a spreadsheet would read it as a formula.
+
+    Example
+    -------
+    >>> neutralise_cell("=1+1"), neutralise_cell("limit"), neutralise_cell(7)
+    ("'=1+1", 'limit', 7)
+    """
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def _csv(items: list[dict[str, Any]]) -> bytes:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, extrasaction="ignore",
                             lineterminator="\n")
     writer.writeheader()
     for item in items:
-        writer.writerow({k: "" if item.get(k) is None else item[k] for k in CSV_COLUMNS})
+        writer.writerow({k: "" if item.get(k) is None else neutralise_cell(item[k])
+                         for k in CSV_COLUMNS})
     return buffer.getvalue().encode("utf-8")
 
 
