@@ -64,11 +64,13 @@ def test_wrong_shapes_are_422(client: TestClient) -> None:
 
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(name=st.text(max_size=600))
+@given(name=st.text(max_size=600) | st.tuples(
+    st.text(max_size=300), st.sampled_from("\ufffe\uffff"), st.text(max_size=300)).map("".join))
 def test_any_name_is_stored_or_refused_never_a_500(client: TestClient, name: str) -> None:
     response = client.post("/projects", json={"name": name})
     valid = 1 <= len(name) <= 512 and not any(
-        ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or 0xD800 <= ord(c) <= 0xDFFF for c in name)
+        ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or 0xD800 <= ord(c) <= 0xDFFF
+        or c in "\ufffe\uffff" for c in name)
     assert response.status_code == (201 if valid else 422), response.text
     if valid:
         assert client.get(f"/projects/{response.json()['id']}").json()["name"] == name

@@ -175,16 +175,57 @@ def test_a_strategy_without_a_model_falls_back_to_random_ties():
     assert fit_model("Random", np.zeros((3, 2)), [0, 1, 1]) is None
 
 
-def test_fitted_models_score_real_rows():
+def _fitted_case():
+    """Noisy labels on 60 rows, so a fitted model is unsure of some of 80 fresh pool rows."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 3))
-    y = X[:, 0] > 0
-    for strategy in ("LC", "QBC-R+"):
+    y = X[:, 0] + rng.normal(scale=0.7, size=60) > 0
+    return X, y, rng.normal(size=(80, 3))
+
+
+def test_fitted_lc_model_scores_least_confidence_of_its_probabilities():
+    X, y, pool_X = _fitted_case()
+    model = fit_model("LC", X, y, random_state=0)
+    assert model is not None
+    proba = model.predict_proba(pool_X)
+    p = proba[:, list(model.classes_).index(1)]
+    assert ((0 <= p) & (p <= 1)).all() and len(np.unique(p)) > 10
+    candidates = np.arange(80) % 3 != 0  # a third of the rows may not be asked
+    scored = score_candidates("LC", closure=None, pool=np.zeros((80, 2)), X=pool_X,
+                              candidates=candidates, model=model)
+    assert scored.rows.tolist() == np.flatnonzero(candidates).tolist()
+    expected = np.array([1 - max(q, 1 - q) for q in p[candidates]])
+    np.testing.assert_allclose(scored.scores, expected)
+    assert scored.scores.max() > 0.2 and scored.scores.min() < 0.1
+
+
+def test_fitted_committee_scores_the_members_disagreeing_with_the_majority():
+    X, y, pool_X = _fitted_case()
+    model = fit_model("QBC", X, y, random_state=0)
+    assert model is not None
+    members = model.bagging_.estimators_
+    features = model.bagging_.estimators_features_
+    votes = np.array([model.classes_[m.predict(pool_X[:, f]).astype(int)] == 1
+                      for m, f in zip(members, features, strict=True)])
+    positive = votes.sum(axis=0)
+    expected = [min(v, len(members) - v) for v in positive]
+    scored = score_candidates("QBC", closure=None, pool=np.zeros((80, 2)), X=pool_X,
+                              candidates=np.ones(80, bool), model=model)
+    assert scored.scores.tolist() == expected
+    assert 0 < sum(expected) and max(expected) == len(members) // 2
+
+
+def test_fitted_models_pick_a_best_scored_row_with_the_closure():
+    X, y, pool_X = _fitted_case()
+    pool = np.random.default_rng(1).permutation(list(itertools.permutations(range(12), 2)))[:80]
+    for strategy in ("LC-R+", "QBC-R+"):
         model = fit_model(strategy, X, y, random_state=0)
-        chosen = select(strategy, closure=Closure(range(12)),
-                        pool=rng.permutation(list(itertools.permutations(range(12), 2)))[:60],
-                        X=X, candidates=np.ones(60, bool), model=model, random_state=0)
-        assert len(chosen.rows) == 1
+        assert model is not None
+        scored = score_candidates(strategy, closure=Closure(range(12)), pool=pool, X=pool_X,
+                                  candidates=np.ones(80, bool), model=model)
+        chosen = select(strategy, closure=Closure(range(12)), pool=pool, X=pool_X,
+                        candidates=np.ones(80, bool), model=model, random_state=0)
+        assert len(chosen.rows) == 1 and chosen.scores[0] == scored.scores.max() > 0
 
 
 # ------------------------------------------------------------------------------ brute force
