@@ -33,7 +33,6 @@ from models import Project
 __all__ = [
     "MIGRATIONS_DIR",
     "Database",
-    "DatabaseDep",
     "SessionDep",
     "get_database",
     "get_session",
@@ -170,7 +169,6 @@ def get_session(request: Request) -> Iterator[Session]:
         yield session
 
 
-DatabaseDep = Annotated[Database, Depends(get_database)]
 SessionDep = Annotated[Session, Depends(get_session)]
 
 

@@ -209,6 +209,11 @@ class Forbidden(ServiceError):
 class PayloadTooLarge(ServiceError):
     slug = "payload-too-large"
 
+    def __init__(self, size: str, max_bytes: int) -> None:
+        # The rest of an oversized body is never read, so the connection cannot be reused.
+        super().__init__(f"the request body ({size}) exceeds the limit of {max_bytes} bytes",
+                         headers={"Connection": "close"})
+
 
 class DatabaseBusy(ServiceError):
     slug = "database-busy"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.errors import ProblemResponse, problem_body
+from app.errors import PayloadTooLarge, ProblemResponse, problem_body
 
 __all__ = ["BodySizeLimit"]
 
@@ -22,10 +22,9 @@ class BodySizeLimit:
         self.max_bytes = max_bytes
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, size: str) -> None:
-        body = problem_body("payload-too-large",
-                            f"the request body ({size}) exceeds the limit of "
-                            f"{self.max_bytes} bytes", scope.get("path"))
-        response = ProblemResponse(body, status_code=413, headers={"Connection": "close"})
+        error = PayloadTooLarge(size, self.max_bytes)
+        body = problem_body(error.slug, error.detail, scope.get("path"))
+        response = ProblemResponse(body, status_code=error.kind.status, headers=error.headers)
         await response(scope, receive, send)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

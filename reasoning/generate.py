@@ -87,8 +87,8 @@ def _levels(n: int, depth: int, rng: np.random.Generator) -> np.ndarray:
     return levels[rng.permutation(n)]
 
 
-def _parents(j, level, by_level, degree, skip, rng) -> np.ndarray:
-    """Distinct parents of concept ``j``: Poisson(degree) draws from the levels below."""
+def _parents(level, by_level, degree, skip, rng) -> np.ndarray:
+    """Distinct parents of a concept at ``level``: Poisson(degree) draws from the levels below."""
     if level == 0:
         return np.empty(0, dtype=np.int64)
     k = rng.poisson(degree)
@@ -192,7 +192,7 @@ def random_order(
     depth = min(depth, n)  # so that no level is empty
     levels = _levels(n, depth, rng)
     by_level = [np.flatnonzero(levels == lv) for lv in range(depth)]
-    parents = [_parents(j, levels[j], by_level, degree, skip, rng) for j in range(n)]
+    parents = [_parents(levels[j], by_level, degree, skip, rng) for j in range(n)]
     reach, covers = _reachability(n, levels, parents)
     order = GeneratedOrder(tuple(range(n)), np.array(covers, dtype=np.int64).reshape(-1, 2),
                            reach, np.empty((0, 2), np.int64), np.empty(0, bool))

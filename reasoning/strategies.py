@@ -52,14 +52,12 @@ __all__ = [
     "least_confidence",
     "needs_model",
     "parse_strategy",
-    "predict_proba",
     "rank",
     "score_candidates",
     "scores_by_gain",
     "select",
     "select_batch",
     "uses_closure",
-    "uses_gains",
 ]
 
 STRATEGY_NAMES = ("Random", "LC", "QBC", "Random-R", "LC-R", "QBC-R", "CNT", "LC-R+", "QBC-R+")
@@ -74,9 +72,6 @@ _FAMILY = {"Random": "random", "Random-R": "random", "CNT": "random",
 _GAINS = frozenset({"CNT", "LC-R+", "QBC-R+"})
 _PLAIN = frozenset({"Random", "LC", "QBC"})
 _BY_KEY = {name.lower(): name for name in STRATEGY_NAMES}
-
-predict_proba = positive_proba  # the name the service uses
-
 
 @dataclass(frozen=True)
 class Selection:
@@ -131,11 +126,6 @@ def family(strategy: str) -> str:
 def uses_closure(strategy: str) -> bool:
     """True when every pair the closure decides joins the labeled set (``-R``, ``-R+``, CNT)."""
     return parse_strategy(strategy) not in _PLAIN
-
-
-def uses_gains(strategy: str) -> bool:
-    """True when the closure also scores the question (``-R+`` and CNT)."""
-    return parse_strategy(strategy) in _GAINS
 
 
 def needs_model(strategy: str) -> bool:

@@ -16,8 +16,6 @@ from models import Concept, PoolPair
 
 __all__ = ["add_pairs", "list_pairs"]
 
-_VALUE_NAMES = {1: "positive", 0: "negative", -1: "undecided"}
-
 
 def _check(state: ProjectState, pairs: list[PairIn],
            feature_length: int) -> tuple[list[dict[str, Any]], list[str], list[int], int]:
