@@ -1,7 +1,9 @@
 """The README's five-minute curl walk-through, pasted as it stands against a real server.
 
 Each command must work and answer what the README's comments say; pasting it a second time
-on the same database must work too (a new user retries).
+on the same database must work too (a new user retries). Its "With keys on" variant runs the
+same way against a server started with the admin key the README's first lines make: with the
+keys every call succeeds, without them every call is 401.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import networkx as nx
 import pytest
 
@@ -30,25 +33,59 @@ pytestmark = pytest.mark.skipif(shutil.which("curl") is None or shutil.which("ba
 NEWLINE_AFTER_EACH_ANSWER = "curl() { command curl -w '\\n' \"$@\"; }\n"
 
 
-def walk_through() -> str:
-    """The bash block of the README's "Five minutes with curl" section."""
+# The keys-on variant: the same, and each answer's HTTP status on stderr, one a line.
+NEWLINE_AND_STATUS_AFTER_EACH_ANSWER = (
+    "curl() { command curl -w '\\n%{stderr}%{http_code}\\n' \"$@\"; }\n")
+# Only each answer's HTTP status, one a line.
+ONLY_THE_STATUS_OF_EACH_ANSWER = (
+    "curl() { command curl -o /dev/null -w '%{http_code}\\n' \"$@\"; }\n")
+KEYS_ON = "### With keys on"
+
+
+def _section() -> str:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Five minutes with curl", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.DOTALL)
+    return text.split("## Five minutes with curl", 1)[1].split("\n## ", 1)[0]
+
+
+def walk_through() -> str:
+    """The bash block of the README's "Five minutes with curl" section (open mode)."""
+    blocks = re.findall(r"```bash\n(.*?)```", _section().split(KEYS_ON, 1)[0], flags=re.DOTALL)
     assert len(blocks) == 1, "the walk-through is one bash block"
     return blocks[0]
 
 
-def _paste(script: str, url: str, cwd: Path) -> list[Any]:
-    assert "API=http://127.0.0.1:8000\n" in script
-    script = script.replace("API=http://127.0.0.1:8000\n", f"API={url}\n")
+def keys_on() -> tuple[str, str]:
+    """The two bash blocks of the section's "With keys on" variant: server, then client."""
+    assert KEYS_ON in _section()
+    blocks = re.findall(r"```bash\n(.*?)```", _section().split(KEYS_ON, 1)[1], flags=re.DOTALL)
+    assert len(blocks) == 2, "the server's terminal, then the other one"
+    return blocks[0], blocks[1]
+
+
+def _run(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`script` in bash as a user's shell runs it: no SPORAL_* setting of the caller's."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPORAL_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    done = subprocess.run(["bash", "-c", NEWLINE_AFTER_EACH_ANSWER + script], cwd=cwd, env=env,
+    done = subprocess.run(["bash", "-c", script], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def _at(script: str, url: str) -> str:
+    assert "API=http://127.0.0.1:8000\n" in script
+    return script.replace("API=http://127.0.0.1:8000\n", f"API={url}\n")
+
+
+def _paste(script: str, url: str, cwd: Path) -> list[Any]:
+    done = _run(NEWLINE_AFTER_EACH_ANSWER + _at(script, url), cwd)
+    assert done.stderr == "", done.stderr
+    return _answers(done.stdout)
+
+
+def _answers(stdout: str) -> list[Any]:
     answers: list[Any] = []
-    for line in done.stdout.splitlines():
+    for line in stdout.splitlines():
         if line.startswith("{"):
             answers.append(json.loads(line))
         elif answers and isinstance(answers[-1], str):
@@ -100,3 +137,46 @@ def test_the_readme_walk_through_works_as_pasted(tmp_path: Path) -> None:
             cwd = tmp_path / f"paste{attempt}"
             cwd.mkdir()
             _check(_paste(script, service.base_url, cwd), cwd)
+
+
+def test_the_readme_walk_through_with_keys_on_works_as_pasted(tmp_path: Path) -> None:
+    server_terminal, other_terminal = keys_on()
+    # The server's terminal: every line before `sporal serve`, as pasted; it prints the line
+    # that the other terminal runs first.
+    head, serve = server_terminal.rstrip("\n").rsplit("\n", 1)
+    assert serve == "sporal serve"
+    printed = _run(head, tmp_path).stdout
+    key = re.fullmatch(r"export SPORAL_ADMIN_KEY=([0-9a-f]{64})\n", printed)
+    assert key, printed
+    with Server(f"sqlite:///{tmp_path / 'sporal.db'}", tmp_path,
+                env={"SPORAL_ADMIN_KEY": key[1]}) as service:
+        done = _run(printed + NEWLINE_AND_STATUS_AFTER_EACH_ANSWER
+                    + _at(other_terminal, service.base_url) + 'echo "PID=$PID"\n', tmp_path)
+        # The project, concepts, pairs, the label (all 201), its status and next (200).
+        assert done.stderr.split() == ["201", "201", "201", "201", "200", "200"], done.stderr
+        *answers, last = done.stdout.splitlines()
+        concepts, pairs, label, status, ask = _answers("\n".join(answers))
+        assert concepts["created"] == 3 and pairs["created"] == 3
+        assert (label["a"], label["b"], label["label"]) == ("limit", "derivative", "positive")
+        assert status["status"] == "positive" and status["source"] == "asserted"
+        assert [{q["a"], q["b"]} for q in ask["queries"]] in (
+            [{"derivative", "integral"}], [{"limit", "integral"}])
+        pid = last.removeprefix("PID=")
+
+        # The same calls on that project without a key: 401 each; with another project's
+        # key: 403 each. And without the admin key no project is made: 401.
+        create, step_2, rest = other_terminal.partition("\n\n# 2.")
+        calls = step_2 + rest
+        assert "$SPORAL_ADMIN_KEY" in create and "X-API-Key: $KEY" in calls
+        keyless = re.sub(r' -H "X-API-Key: \$KEY"', "", calls)
+        assert "-H \"X-API-Key" not in keyless and keyless.count("curl ") == 5
+        setup = _at(f"API=http://127.0.0.1:8000\nPID={pid}\n", service.base_url)
+        codes = _run(ONLY_THE_STATUS_OF_EACH_ANSWER + setup + keyless, tmp_path).stdout
+        assert codes.split() == ["401"] * 5, codes
+        admin = {"X-API-Key": key[1]}
+        other = httpx.post(f"{service.base_url}/projects", json={"name": "other"}, headers=admin)
+        assert other.status_code == 201
+        codes = _run(ONLY_THE_STATUS_OF_EACH_ANSWER + setup
+                     + f"KEY={other.json()['api_key']}\n" + calls, tmp_path).stdout
+        assert codes.split() == ["403"] * 5, codes
+        assert httpx.post(f"{service.base_url}/projects", json={"name": "x"}).status_code == 401
