@@ -43,12 +43,15 @@ def simulate(
     seed: Annotated[int, typer.Option(help="Seed of the whole experiment.")] = 0,
     jobs: Annotated[int, typer.Option(help="Worker processes (default: all cores).")] = 0,
     quick: Annotated[bool, typer.Option(help="Smoke-test profile: few repeats, queries.")] = False,
+    model_lag: Annotated[int, typer.Option(
+        min=0, help="Queries the strategy's model lags behind the labels (0: synchronous).")] = 0,
 ) -> None:
     """Re-run the paper's pool-based experiment (Sec. 5.3) and write curves, a summary and plots."""
     from reasoning.experiment import simulate as run_simulation
 
     run_simulation(data=data, out=out, domain=domain, strategies=strategies, repeats=repeats,
-                   queries=queries, eval_every=eval_every, seed=seed, jobs=jobs, quick=quick)
+                   queries=queries, eval_every=eval_every, seed=seed, jobs=jobs, quick=quick,
+                   model_lag=model_lag)
 
 
 def main() -> None:

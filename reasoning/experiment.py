@@ -11,6 +11,10 @@ One *run* is one strategy on one train/test split (:func:`run_strategy`):
    labeled train pairs and measure ROC AUC on the test pairs. In the reasoning settings a test
    pair that the closure decides takes its deduced label (score 1 or 0).
 
+With ``model_lag=N`` the strategy chooses with the model trained ``N`` queries earlier, the
+way a service that retrains in the background may lag behind its labels; the closure, the
+candidates and the evaluation stay current.
+
 The closure only ever holds train labels; the ``-R+`` gains weigh train pairs only.
 :func:`simulate` runs every (domain, strategy, repeat) in worker processes and writes
 ``curves.csv``, ``summary.csv``, ``summary.md``, ``timing.csv`` and the plots
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -53,7 +58,9 @@ __all__ = [
     "Point",
     "Profile",
     "Split",
+    "Task",
     "run_strategy",
+    "run_tasks",
     "simulate",
     "split_pool",
 ]
@@ -138,7 +145,8 @@ def _auc(forest_trees: int, forest_seed: int, X_lab: np.ndarray, y_lab: np.ndarr
 
 def run_strategy(domain: Domain, strategy: str, *, repeat: int = 0, seed: int = 0,
                  queries: int = 150, eval_every: int = 10, seed_queries: int = SEED_QUERIES,
-                 forest_trees: int = FOREST_TREES, estimator=None) -> list[Point]:
+                 forest_trees: int = FOREST_TREES, estimator=None,
+                 model_lag: int = 0) -> list[Point]:
     """One run of ``strategy`` on one split of ``domain``; the points at every evaluation.
 
     Reproducible: the same arguments give the same points (closure times aside).
@@ -158,7 +166,14 @@ def run_strategy(domain: Domain, strategy: str, *, repeat: int = 0, seed: int = 
     seed_queries, forest_trees : int
     estimator : classifier, optional
         Replaces the strategy's default model (see :func:`~reasoning.strategies.fit_model`).
+    model_lag : int
+        The strategy's model is the one trained ``model_lag`` queries earlier: it has seen
+        neither the last ``model_lag`` answers nor what they decided. Before that many queries
+        it is the model of the seed queries. 0 is the synchronous protocol; the split, seeds,
+        tie-break and forest randomness do not depend on it, so lags pair with each other.
     """
+    if model_lag < 0:
+        raise ValueError("model_lag must be at least 0")
     strategy = parse_strategy(strategy)
     split = split_pool(domain.labels, seed=seed, repeat=repeat, seed_queries=seed_queries)
     pairs = domain.index_pairs()
@@ -192,6 +207,7 @@ def run_strategy(domain: Domain, strategy: str, *, repeat: int = 0, seed: int = 
         ask(int(row))
     points: list[Point] = []
     last: Point | None = None
+    models: deque = deque(maxlen=model_lag + 1)  # models[0] is the one trained model_lag ago
     for asked in range(queries + 1):
         values = train_values()
         labeled = values >= 0
@@ -208,10 +224,10 @@ def run_strategy(domain: Domain, strategy: str, *, repeat: int = 0, seed: int = 
             break
         if not candidates.any():
             continue  # every train pair is labeled: nothing left to ask
-        model = (fit_model(strategy, X[labeled], values[labeled], random_state=model_seed,
-                           estimator=estimator) if needs_model(strategy) else None)
+        models.append(fit_model(strategy, X[labeled], values[labeled], random_state=model_seed,
+                                estimator=estimator) if needs_model(strategy) else None)
         chosen = select(strategy, closure=closure if reasoning else None, pool=pool, X=X,
-                        candidates=candidates, model=model, random_state=rng)
+                        candidates=candidates, model=models[0], random_state=rng)
         ask(int(chosen.rows[0]))
     return points
 
@@ -232,21 +248,24 @@ def _limit_threads() -> None:
 
 
 @dataclass(frozen=True)
-class _Task:
+class Task:
+    """One run of :func:`run_tasks`: a strategy on a repeat of a domain read from ``folder``."""
+
     folder: str
     domain: str
     strategy: str
     repeat: int
     seed: int
     profile: Profile
+    model_lag: int = 0
 
 
-def _run_task(task: _Task) -> tuple[_Task, list[Point], float]:
+def _run_task(task: Task) -> tuple[Task, list[Point], float]:
     start = time.perf_counter()
     points = run_strategy(_domain(task.folder, task.domain), task.strategy, repeat=task.repeat,
                           seed=task.seed, queries=task.profile.queries,
                           eval_every=task.profile.eval_every,
-                          forest_trees=task.profile.forest_trees)
+                          forest_trees=task.profile.forest_trees, model_lag=task.model_lag)
     return task, points, time.perf_counter() - start
 
 
@@ -274,8 +293,12 @@ def _choose_strategies(strategies: str | Iterable[str]) -> list[str]:
     return [s for s in STRATEGY_NAMES if s in chosen]
 
 
-def _execute(tasks: Sequence[_Task], jobs: int, label: str,
-             progress: bool) -> list[tuple[_Task, list[Point], float]]:
+def run_tasks(tasks: Sequence[Task], jobs: int, label: str,
+              progress: bool) -> list[tuple[Task, list[Point], float]]:
+    """Every task's points and seconds, in completion order, over ``jobs`` worker processes.
+
+    One BLAS thread per worker; a tqdm bar named ``label`` counts the finished runs.
+    """
     bar = tqdm(total=len(tasks), desc=label, unit="run", disable=not progress)
     results = []
     try:
@@ -297,7 +320,7 @@ def _execute(tasks: Sequence[_Task], jobs: int, label: str,
 def simulate(data: str | Path, out: str | Path, domain: str = "all",
              strategies: str | Iterable[str] = "all", repeats: int = 20, queries: int = 150,
              eval_every: int = 10, seed: int = 0, jobs: int = 0, quick: bool = False,
-             progress: bool = True) -> Path:
+             progress: bool = True, model_lag: int = 0) -> Path:
     """Run the experiment and write its curves, summary, timing and plots into ``out``.
 
     Parameters
@@ -318,6 +341,8 @@ def simulate(data: str | Path, out: str | Path, domain: str = "all",
         Cap the profile at :data:`QUICK` and, for ``domain="all"``, run the smallest domain only.
     progress : bool
         Show a progress bar per domain.
+    model_lag : int
+        Queries the strategy's model lags behind the labels (see :func:`run_strategy`).
 
     Returns
     -------
@@ -329,8 +354,9 @@ def simulate(data: str | Path, out: str | Path, domain: str = "all",
     if quick:
         profile = Profile(min(repeats, QUICK.repeats), min(queries, QUICK.queries),
                           min(eval_every, QUICK.eval_every), QUICK.forest_trees)
-    if profile.repeats < 1 or profile.queries < 0 or profile.eval_every < 1:
-        raise ValueError("repeats and eval_every must be at least 1, queries at least 0")
+    if profile.repeats < 1 or profile.queries < 0 or profile.eval_every < 1 or model_lag < 0:
+        raise ValueError("repeats and eval_every must be at least 1, queries and model_lag at "
+                         "least 0")
     names = _choose_domains(folder, domain, quick)
     chosen = _choose_strategies(strategies)
     if not chosen:
@@ -341,10 +367,10 @@ def simulate(data: str | Path, out: str | Path, domain: str = "all",
     runs: list[dict] = []
     timing: list[dict] = []
     for name in names:
-        tasks = [_Task(str(folder), name, s, r, seed, profile)
+        tasks = [Task(str(folder), name, s, r, seed, profile, model_lag)
                  for r in range(profile.repeats) for s in chosen]
         start = time.perf_counter()
-        results = _execute(tasks, jobs, name, progress)
+        results = run_tasks(tasks, jobs, name, progress)
         wall = time.perf_counter() - start
         for task, points, seconds in results:
             rows.extend({"domain": name, "strategy": task.strategy, "repeat": task.repeat,
