@@ -3,13 +3,31 @@
 from __future__ import annotations
 
 import logging
+import socket
+import sys
 
 import uvicorn
 
 from app.db import migrate
 from app.settings import get_settings
 
-__all__ = ["serve"]
+__all__ = ["check_listen", "serve"]
+
+
+def check_listen(host: str, port: int) -> None:
+    """Exit with a clear message unless ``host:port`` can be bound (as uvicorn binds it).
+
+    Run before the migrations and the warm-up, so that a busy port fails at once rather
+    than after them, inside uvicorn.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            reason = (exc.strerror or str(exc)).lower()
+            sys.exit(f"sporal: cannot listen on {host}:{port}: {reason}")
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 1) -> None:
@@ -18,6 +36,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 1) -> None:
     Workers are separate processes (uvicorn's multiprocess manager); each keeps its own
     reasoning cache and catches up with the others through the project version counter.
     """
+    check_listen(host, port)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     migrate(get_settings().database_url)
     uvicorn.run("app.main:create_app", factory=True, host=host, port=port,
