@@ -11,6 +11,23 @@ cli = typer.Typer(help="A reasoning service for active learning of strict partia
                   no_args_is_help=True, add_completion=False)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from app import __version__
+
+        typer.echo(f"sporal {__version__}")
+        raise typer.Exit()
+
+
+@cli.callback()
+def options(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print the version and exit.")] = False,
+) -> None:
+    """A reasoning service for active learning of strict partial orders."""
+
+
 @cli.command()
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",

@@ -14,6 +14,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from threadpoolctl import threadpool_limits
 
+from app import __version__
 from app.db import Database
 from app.errors import install_error_handlers
 from app.middleware import BodySizeLimit
@@ -99,7 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         database.dispose()
 
-    app = FastAPI(title="sporal", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(title="sporal", version=__version__, description=DESCRIPTION, lifespan=lifespan)
     app.state.settings = settings
     app.state.database = database
     app.state.reasoning = registry

@@ -413,5 +413,6 @@ class PredictionPage(BaseModel):
 
 class Health(BaseModel):
     status: Literal["ok"] = "ok"
+    version: str = Field(description="The version of the running service.")
     database: str
     open_mode: bool = Field(description="True when no key is asked anywhere.")

@@ -39,3 +39,11 @@ def test_serve_on_a_busy_port_fails_at_once_before_migrating(tmp_path: Path) -> 
     assert elapsed < 8
     assert not database.exists()  # refused before the migrations
 
+
+def test_version_option_prints_the_package_version() -> None:
+    from app import __version__
+
+    done = sporal("--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"sporal {__version__}"
+    assert __version__ and __version__[0].isdigit()

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from sqlalchemy import text
 
+from app import __version__
 from app.db import SessionDep
 from app.errors import PROBLEMS, ServiceError
 from app.routes.common import SettingsDep, problem_responses
@@ -25,7 +26,8 @@ class _UnknownProblem(ServiceError):
 def health(session: SessionDep, settings: SettingsDep) -> Health:
     """The service is up and its database answers."""
     session.execute(text("SELECT 1"))
-    return Health(database=session.get_bind().dialect.name, open_mode=settings.open_mode)
+    return Health(version=__version__, database=session.get_bind().dialect.name,
+                  open_mode=settings.open_mode)
 
 
 @router.get("/problems/{slug}", responses=problem_responses(404))
