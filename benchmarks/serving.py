@@ -23,14 +23,16 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import numpy as np
 
 __all__ = [
     "Server",
+    "create_pool_project",
     "free_port",
     "postgres_admin_url",
     "postgres_database",
@@ -217,6 +219,39 @@ class Server:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def create_pool_project(client: httpx.Client, name: str, concepts: Sequence[str],
+                        pairs: Sequence[tuple[str, str]], features: np.ndarray) -> int:
+    """A new project holding ``concepts`` and the pool ``pairs`` with their feature rows.
+
+    Parameters
+    ----------
+    client : httpx.Client
+        A client whose ``base_url`` is the server.
+    name : str
+        The project's name.
+    concepts : sequence of str
+        Every concept a pair names.
+    pairs : sequence of (str, str)
+        The pool, in the project's direction (``(a, b)``: a would precede b).
+    features : array of shape (len(pairs), f)
+        Row ``i`` is the feature vector of ``pairs[i]``.
+
+    Returns
+    -------
+    int
+        The project's id.
+    """
+    response = client.post("/projects", json={"name": name})
+    response.raise_for_status()
+    pid = int(response.json()["id"])
+    client.post(f"/projects/{pid}/concepts",
+                json={"concepts": [{"name": c} for c in concepts]}).raise_for_status()
+    body = [{"a": a, "b": b, "features": row}
+            for (a, b), row in zip(pairs, np.asarray(features, float).tolist(), strict=True)]
+    client.post(f"/projects/{pid}/pairs", json={"pairs": body}, timeout=600).raise_for_status()
+    return pid
 
 
 def postgres_admin_url(base_url: str) -> str:
