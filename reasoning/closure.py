@@ -28,6 +28,7 @@ import networkx as nx
 import numpy as np
 
 __all__ = [
+    "Cause",
     "Closure",
     "ContradictionError",
     "InvalidLabelError",
@@ -93,6 +94,19 @@ class Update:
     positive: list[tuple[Concept, Concept]] = field(default_factory=list)
     negative: list[tuple[Concept, Concept]] = field(default_factory=list)
     recorded: bool = True
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why a pair is decided, in a replay of labels (:meth:`Closure.replay`).
+
+    ``caused_by`` is the position of the first label whose application decided the pair;
+    ``asserted_by`` the position of the label asserted on the pair itself (None if inferred).
+    """
+
+    positive: bool
+    caused_by: int
+    asserted_by: int | None = None
 
 
 class ContradictionError(ReasoningError):
@@ -499,17 +513,58 @@ class Closure:
         self.n_negative = sum(r.bit_count() for r in nrow)
         return True
 
+    @classmethod
+    def replay(cls, labels: Iterable[Label], concepts: Iterable[Concept] = ()
+               ) -> tuple[Closure, dict[tuple[Concept, Concept], Cause]]:
+        """The closure of ``labels`` applied one by one, with the cause of every decided pair.
+
+        Returns the closure and, per decided pair, its :class:`Cause`: the position (in
+        ``labels``) of the first label whose application decided it, and of the label asserted
+        on the pair itself, if any.
+
+        Examples
+        --------
+        >>> closure, causes = Closure.replay([Label("a", "b", True), Label("b", "c", True)])
+        >>> causes[("a", "c")]
+        Cause(positive=True, caused_by=1, asserted_by=None)
+        """
+        closure = cls(concepts)
+        causes: dict[tuple[Concept, Concept], Cause] = {}
+        for position, lab in enumerate(labels):
+            closure.add_concept(lab.a)
+            closure.add_concept(lab.b)
+            update = closure.add_label(lab.a, lab.b, lab.positive)
+            pair = (lab.a, lab.b)
+            first = causes.get(pair)
+            causes[pair] = Cause(lab.positive, first.caused_by if first else position, position)
+            for p in update.positive:
+                causes[p] = Cause(True, position)
+            for p in update.negative:
+                causes[p] = Cause(False, position)
+        return closure, causes
+
     def retract(self, a: Concept, b: Concept) -> Closure:
         """A new closure of every asserted label but the one on ``(a, b)``.
 
+        Raises KeyError when ``(a, b)`` carries no asserted label.
+        """
+        return self.retract_explained(a, b)[0]
+
+    def retract_explained(self, a: Concept, b: Concept, order: Iterable[Label] | None = None
+                          ) -> tuple[Closure, dict[tuple[Concept, Concept], Cause]]:
+        """The closure of every asserted label but the one on ``(a, b)``, with the causes.
+
         Retraction cannot be done by subtraction (a pair may have other derivations), so the
-        rest is closed again. Raises KeyError when ``(a, b)`` carries no asserted label.
+        rest is closed again (:meth:`replay`), in ``order`` (the asserted labels, default in
+        the order they were added); the causes refer to positions in that order without the
+        retracted label. Raises KeyError when ``(a, b)`` carries no asserted label.
         """
         i, j = self._pair(a, b)
         if (i, j) not in self._asserted:
             raise KeyError((a, b))
-        rest = [lab for lab in self.asserted_labels() if (lab.a, lab.b) != (a, b)]
-        return Closure.from_labels(rest, self._names)
+        labels = self.asserted_labels() if order is None else list(order)
+        rest = [lab for lab in labels if (lab.a, lab.b) != (a, b)]
+        return Closure.replay(rest, self._names)
 
     def copy(self) -> Closure:
         """An independent copy."""

@@ -42,6 +42,7 @@ from reasoning.gains import candidate_gains
 
 __all__ = [
     "MIN_TRAIN_ROWS",
+    "ModelOutputs",
     "STRATEGY_NAMES",
     "Scores",
     "Selection",
@@ -50,6 +51,7 @@ __all__ = [
     "family",
     "fit_model",
     "least_confidence",
+    "model_outputs",
     "needs_model",
     "parse_strategy",
     "rank",
@@ -202,30 +204,61 @@ def scores_by_gain(gain_positive: np.ndarray, gain_negative: np.ndarray) -> np.n
     return np.minimum(gain_positive, gain_negative)
 
 
-def _probabilities(model, X: np.ndarray) -> np.ndarray:
-    return np.full(len(X), 0.5) if model is None else positive_proba(model, X)
+@dataclass(frozen=True)
+class ModelOutputs:
+    """What a fitted model says about every pool row, computed once per model.
+
+    ``proba`` is ``p(positive)`` per row (LC family), ``votes`` each committee member's vote
+    for positive, shape ``(members, m)`` (QBC family).
+    """
+
+    proba: np.ndarray | None = None
+    votes: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        if self.proba is not None:
+            return len(self.proba)
+        return 0 if self.votes is None else self.votes.shape[1]
 
 
-def _votes(model, X: np.ndarray) -> np.ndarray | None:
-    return None if model is None else committee_votes(model, X)
+def model_outputs(strategy: str, model, X) -> ModelOutputs | None:
+    """The outputs of ``strategy``'s fitted ``model`` on the rows ``X`` (None: no model).
+
+    Examples
+    --------
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    >>> model = fit_model("LC", X, np.array([0, 0, 1, 1]), random_state=0)
+    >>> outputs = model_outputs("LC", model, X)
+    >>> bool(outputs.proba[0] < 0.5 < outputs.proba[3])
+    True
+    """
+    if model is None:
+        return None
+    kind = family(strategy)
+    if kind == "lc":
+        return ModelOutputs(proba=positive_proba(model, X))
+    if kind == "qbc":
+        return ModelOutputs(votes=committee_votes(model, X))
+    return None
 
 
-def _gain_weights(strategy: str, model, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _gain_weights(strategy: str, outputs: ModelOutputs | None,
+                  m: int) -> tuple[np.ndarray, np.ndarray]:
     """Weights of each pool pair becoming positive / negative (closure.md's table)."""
     kind = family(strategy)
-    if kind == "lc" and model is not None:
-        p = positive_proba(model, X)
+    if kind == "lc" and outputs is not None and outputs.proba is not None:
+        p = outputs.proba
         return 1.0 - p, p
-    if kind == "qbc" and model is not None:
-        votes = committee_votes(model, X)
+    if kind == "qbc" and outputs is not None and outputs.votes is not None:
+        votes = outputs.votes
         positive = votes.sum(axis=0).astype(np.float64)
         return len(votes) - positive, positive
     # CNT, or no model yet: every pair counts the same
-    return np.ones(len(X)), np.ones(len(X))
+    return np.ones(m), np.ones(m)
 
 
 def score_candidates(strategy: str, *, closure: Closure | None, pool, X, candidates,
-                     model=None) -> Scores:
+                     model=None, outputs: ModelOutputs | None = None) -> Scores:
     """The score of every candidate pool row under ``strategy`` (larger is better).
 
     Parameters
@@ -242,6 +275,9 @@ def score_candidates(strategy: str, *, closure: Closure | None, pool, X, candida
         rows it has decided.
     model : fitted estimator, optional
         From :func:`fit_model`; None means p = 0.5 (no committee disagreement).
+    outputs : ModelOutputs, optional
+        The model's outputs on every row of ``pool``, when already known
+        (:func:`model_outputs`); they replace ``model``.
 
     Notes
     -----
@@ -257,18 +293,22 @@ def score_candidates(strategy: str, *, closure: Closure | None, pool, X, candida
     rows = np.flatnonzero(mask)
     if len(rows) == 0:
         return Scores(rows, np.zeros(0))
+    if outputs is None:
+        outputs = model_outputs(strategy, model, X)
     if strategy in _GAINS:
         if closure is None:
             raise ValueError(f"{strategy} needs the closure")
-        wp, wn = _gain_weights(strategy, model, X)
+        wp, wn = _gain_weights(strategy, outputs, len(pool))
         gp, gn = candidate_gains(closure, pool[rows], pool, wp, wn)
         return Scores(rows, scores_by_gain(gp, gn), gp, gn)
     kind = family(strategy)
     if kind == "lc":
-        return Scores(rows, least_confidence(_probabilities(model, X[rows])))
+        p = (np.full(len(rows), 0.5) if outputs is None or outputs.proba is None
+             else outputs.proba[rows])
+        return Scores(rows, least_confidence(p))
     if kind == "qbc":
-        votes = _votes(model, X[rows])
-        score = np.zeros(len(rows)) if votes is None else disagreement(votes).astype(float)
+        score = (np.zeros(len(rows)) if outputs is None or outputs.votes is None
+                 else disagreement(outputs.votes[:, rows]).astype(float))
         return Scores(rows, score)
     return Scores(rows, np.zeros(len(rows)))
 
@@ -355,7 +395,7 @@ def select_batch(closure: Closure | None, pairs, scores, k: int, random_state=No
 
 
 def select(strategy: str, *, closure: Closure | None, pool, X, candidates, model=None,
-           k: int = 1, random_state=None) -> Selection:
+           outputs: ModelOutputs | None = None, k: int = 1, random_state=None) -> Selection:
     """Choose up to ``k`` pool rows to ask, best first.
 
     Scores every candidate (:func:`score_candidates`), then keeps the best ones with a seeded
@@ -373,7 +413,7 @@ def select(strategy: str, *, closure: Closure | None, pool, X, candidates, model
     """
     pool = np.asarray(pool, dtype=np.int64).reshape(-1, 2)
     scored = score_candidates(strategy, closure=closure, pool=pool, X=X,
-                              candidates=candidates, model=model)
+                              candidates=candidates, model=model, outputs=outputs)
     picked = select_batch(closure, pool[scored.rows], scored.scores, k, random_state)
     gp = None if scored.gain_positive is None else scored.gain_positive[picked]
     gn = None if scored.gain_negative is None else scored.gain_negative[picked]

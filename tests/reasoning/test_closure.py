@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reasoning.closure import (
+    Cause,
     Closure,
     ContradictionError,
     InvalidLabelError,
@@ -102,6 +103,32 @@ def test_retraction_equals_rebuild_from_the_rest(case, data):
     assert _state(retracted) == fixpoint(n, rest)[:2]
     assert retracted.status(a, b).asserted is False
     assert _state(closure) == fixpoint(n, labels)[:2], "retract must not change the original"
+
+
+@settings(max_examples=60, deadline=None)
+@given(orders_and_labels(), st.data())
+def test_replay_names_the_first_label_that_decides_each_pair(case, data):
+    n, labels = case
+    if not labels:
+        return
+    order = [Label(*lab) for lab in labels]
+    closure, causes = Closure.replay(order, range(n))
+    positive, negative = fixpoint(n, labels)[:2]
+    assert _state(closure) == (positive, negative)
+    assert set(causes) == positive | negative
+    for pair, cause in causes.items():
+        before = fixpoint(n, labels[:cause.caused_by])[:2]
+        after = fixpoint(n, labels[:cause.caused_by + 1])[:2]
+        assert pair not in before[0] | before[1], "decided before its cause"
+        assert pair in (after[0] if cause.positive else after[1])
+        asserted = [k for k, lab in enumerate(order) if (lab.a, lab.b) == pair]
+        assert cause.asserted_by == (asserted[-1] if asserted else None)
+    a, b, _ = data.draw(st.sampled_from(labels))
+    rest, rest_causes = closure.retract_explained(a, b)
+    remaining = [lab for lab in labels if (lab[0], lab[1]) != (a, b)]
+    assert _state(rest) == fixpoint(n, remaining)[:2]
+    assert rest_causes == Closure.replay([Label(*lab) for lab in remaining], range(n))[1]
+    assert isinstance(next(iter(rest_causes.values()), Cause(True, 0)), Cause)
 
 
 @settings(max_examples=100, deadline=None)
