@@ -19,6 +19,7 @@ from app.db import Database
 from app.errors import install_error_handlers
 from app.middleware import BodySizeLimit
 from app.routes import concepts, export, labels, meta, pairs, projects, queries
+from app.routes.docs import install_docs
 from app.services.idempotency import InFlight
 from app.services.state import StateRegistry, warm_up
 from app.settings import Settings, get_settings
@@ -100,7 +101,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         database.dispose()
 
-    app = FastAPI(title="sporal", version=__version__, description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(title="sporal", version=__version__, description=DESCRIPTION, lifespan=lifespan,
+                  docs_url=None, redoc_url=None)  # offline ones: install_docs below
     app.state.settings = settings
     app.state.database = database
     app.state.reasoning = registry
@@ -112,6 +114,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if router is not None:
                 app.include_router(router)
     _document_security(app, settings)
+    install_docs(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     if settings.cors_origins:
         app.add_middleware(
