@@ -8,13 +8,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY app ./app
 COPY models ./models
 COPY migrations ./migrations
 COPY reasoning ./reasoning
 COPY benchmarks ./benchmarks
-RUN pip install . && rm -rf /src
+RUN pip install . -c constraints.txt && rm -rf /src
 
 RUN useradd --create-home --uid 10001 sporal && mkdir /data && chown sporal /data
 USER sporal

@@ -49,6 +49,7 @@ def _all_labels(client: httpx.Client, pid: int, source: str) -> list[dict]:
             return items
 
 
+@pytest.mark.slow
 def test_a_whole_lc_r_plus_session_on_data_mining(al_cpl: Path, service: Server) -> None:
     domain = load_domain(al_cpl, "data_mining")
     truth = {pair: bool(value) for pair, value in zip(domain.pairs, domain.labels, strict=True)}
@@ -99,6 +100,7 @@ def test_a_whole_lc_r_plus_session_on_data_mining(al_cpl: Path, service: Server)
         assert detail_after["counts"]["undecided_pool_pairs"] == 0
 
 
+@pytest.mark.slow
 def test_two_workers_answer_like_one(database_url: str, tmp_path: Path) -> None:
     order = random_order(40, 400, degree=1.5, depth=5, random_state=11)
     names = [f"concept {i}" for i in order.concepts]

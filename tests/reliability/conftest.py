@@ -1,9 +1,9 @@
-"""Fixtures of the reliability tests: a database per test (SQLite file or PostgreSQL), slow gate.
+"""Fixtures of the reliability tests: a database per test (SQLite file or PostgreSQL).
 
-Tests marked ``slow`` (the crash test with many kills, the long PostgreSQL runs) are skipped
-unless ``SPORAL_RUN_SLOW=1``; `.ci/run` sets it in its named steps. Tests that need PostgreSQL
-take the server from ``SPORAL_TEST_POSTGRES_URL`` (`.ci/postgres.sh` starts one) and skip,
-saying so, when it is unset.
+Tests marked ``slow`` (the SIGKILL runs, the long PostgreSQL runs) are left out of the default
+suite by the markers in pyproject.toml; `.ci/run` runs them as named steps. Tests that need
+PostgreSQL take the server from ``SPORAL_TEST_POSTGRES_URL`` (`.ci/postgres.sh` starts one) and
+skip, saying so, when it is unset.
 """
 
 from __future__ import annotations
@@ -15,18 +15,6 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.harness import POSTGRES_URL_VARIABLE, Server, postgres_database, sqlite_url
-
-HERE = Path(__file__).resolve().parent
-SLOW_VARIABLE = "SPORAL_RUN_SLOW"
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get(SLOW_VARIABLE) == "1":
-        return
-    skip = pytest.mark.skip(reason=f"long test: set {SLOW_VARIABLE}=1 (a named step of .ci/run)")
-    for item in items:
-        if item.get_closest_marker("slow") and HERE in Path(str(item.path)).parents:
-            item.add_marker(skip)
 
 
 def _postgres_base_url() -> str:

@@ -191,10 +191,11 @@ def _check_replays(client: httpx.Client, pid: int, sent: list[Request]) -> None:
         assert reuse.status_code == 422, f"key reused with another body: {reuse.text}"
 
 
+@pytest.mark.slow
 def test_sigkill_during_writes_loses_and_half_applies_nothing(
     tmp_path, start_server: Callable[..., Server]
 ) -> None:
-    """The default suite's short version: three kills on SQLite."""
+    """The short version: three kills on SQLite."""
     server = start_server(f"sqlite:///{tmp_path / 'sporal.db'}")
     run_crashes(server, kills=3, seed=11)
 

@@ -1,9 +1,10 @@
 """Schemathesis against the service's own OpenAPI schema: no 500, answers as documented.
 
-The app runs in-process (ASGI) on a temporary SQLite file with a seeded project, so that the
-generated requests to ``/projects/{project_id}/...`` reach a project that has concepts, a pool,
-labels and a trained model, instead of stopping at 404. Schemathesis' default checks are all
-on; the examples per operation are kept modest so this runs in about a minute.
+The app runs in-process (ASGI) on a temporary SQLite file (or a fresh PostgreSQL database when
+``SPORAL_TEST_POSTGRES_URL`` is set: .ci/run fuzzes once per database) with a seeded project,
+so that the generated requests to ``/projects/{project_id}/...`` reach a project that has
+concepts, a pool, labels and a trained model, instead of stopping at 404. Schemathesis'
+default checks are all on; the examples per operation are kept modest (about a minute).
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ import pytest
 import schemathesis
 from starlette.testclient import TestClient
 
+from tests.api.databases import backend, postgres_database, require_postgres
 from tests.reliability.harness import generate_order, sqlite_url
+
+pytestmark = pytest.mark.fuzz
 
 MAX_EXAMPLES = 40
 # Fuzzed twice: with keys on, the way a team runs it (the schema declares X-API-Key on every
@@ -96,12 +100,19 @@ def _config(seeded: dict, keyed: bool) -> dict:
 
 
 def _schema(directory: Path, keyed: bool) -> Iterator[schemathesis.BaseSchema]:
-    """The app on a fresh, seeded SQLite file, loaded as a schemathesis schema."""
+    """The app on a fresh, seeded database, loaded as a schemathesis schema."""
+    if backend() == "sqlite":
+        yield from _schema_on(sqlite_url(directory / "sporal.db"), keyed)
+        return
+    with postgres_database(require_postgres()) as database_url:
+        yield from _schema_on(database_url, keyed)
+
+
+def _schema_on(database_url: str, keyed: bool) -> Iterator[schemathesis.BaseSchema]:
     from app.db import migrate
     from app.main import create_app
     from app.settings import Settings
 
-    database_url = sqlite_url(directory / "sporal.db")
     migrate(database_url)
     app = create_app(Settings(database_url=database_url, admin_key=ADMIN_KEY if keyed else None))
     headers = {"X-API-Key": ADMIN_KEY} if keyed else {}
