@@ -26,6 +26,7 @@ __all__ = [
     "PROBLEMS",
     "PROBLEM_MEDIA_TYPE",
     "BulkContradiction",
+    "ConcurrentChange",
     "Contradiction",
     "DatabaseBusy",
     "Forbidden",
@@ -34,6 +35,7 @@ __all__ = [
     "InvalidItems",
     "InvalidLabel",
     "LabelNotFound",
+    "ModelNotReady",
     "PayloadTooLarge",
     "ProblemResponse",
     "ProjectNotFound",
@@ -105,6 +107,10 @@ PROBLEMS: dict[str, ProblemKind] = {
                     "The body exceeds the configured limit (SPORAL_MAX_BODY_BYTES)."),
         ProblemKind("database-busy", 503, "Database busy",
                     "The database stayed locked longer than the busy timeout; retry."),
+        ProblemKind("model-not-ready", 503, "Model not trained yet",
+                    "`fresh=true` asked for a model trained on the current labels, and none was "
+                    "ready within SPORAL_FRESH_TIMEOUT; retry after `Retry-After` seconds, or "
+                    "ask without `fresh` to use the newest model that exists."),
         ProblemKind("http-error", 400, "HTTP error", "A protocol-level error."),
         ProblemKind("internal-error", 500, "Internal error",
                     "An unexpected error; it was logged. Please report it."),
@@ -213,6 +219,18 @@ class PayloadTooLarge(ServiceError):
         # The rest of an oversized body is never read, so the connection cannot be reused.
         super().__init__(f"the request body ({size}) exceeds the limit of {max_bytes} bytes",
                          headers={"Connection": "close"})
+
+
+class ConcurrentChange(ServiceError):
+    slug = "conflict"
+
+
+class ModelNotReady(ServiceError):
+    slug = "model-not-ready"
+
+    def __init__(self, name: str, waited: float) -> None:
+        super().__init__(f"no {name} model trained on the current labels after {waited:g} s",
+                         headers={"Retry-After": "1"})
 
 
 class DatabaseBusy(ServiceError):

@@ -22,6 +22,7 @@ from app.routes import concepts, export, labels, meta, pairs, projects, queries
 from app.routes.docs import install_docs
 from app.services.idempotency import InFlight
 from app.services.state import StateRegistry, warm_up
+from app.services.training import Trainer
 from app.settings import Settings, get_settings
 
 __all__ = ["create_app"]
@@ -90,6 +91,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     database = Database(settings.database_url, settings)
     registry = StateRegistry()
+    trainer = Trainer(registry)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -99,6 +101,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if settings.warm_up:
                 _warm_up(database, registry)
             yield
+        trainer.close()
         database.dispose()
 
     app = FastAPI(title="sporal", version=__version__, description=DESCRIPTION, lifespan=lifespan,
@@ -106,6 +109,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.database = database
     app.state.reasoning = registry
+    app.state.trainer = trainer
     app.state.inflight = InFlight()
     install_error_handlers(app)
     for module in (meta, projects, concepts, pairs, labels, queries, export):

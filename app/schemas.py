@@ -36,6 +36,7 @@ __all__ = [
     "LabelRef",
     "LabelRetracted",
     "LabelValue",
+    "label_value",
     "ModelInfo",
     "Name",
     "NewlyDecided",
@@ -253,11 +254,20 @@ class PairPage(BaseModel):
 
 
 # ---------------------------------------------------------------------------- labels
+def label_value(positive: bool) -> LabelValue:
+    """A label as answers write it; inside the service a label is the bool ``positive``."""
+    return "positive" if positive else "negative"
+
+
 class LabelIn(_Request):
     a: Name
     b: Name
     label: LabelValue = Field(description='"positive": a is a prerequisite of b.')
     annotator: Name | None = None
+
+    @property
+    def positive(self) -> bool:
+        return self.label == "positive"
 
 
 class BulkLabels(_Request):
@@ -334,6 +344,18 @@ class LabelPage(BaseModel):
     total: int
 
 
+class ModelInfo(BaseModel):
+    """The newest trained model that an answer used (models train in the background)."""
+
+    name: str
+    trained_on: int = Field(description="Labeled pool pairs the model was trained on.")
+    positive: int
+    negative: int
+    version: int = Field(description="The project version the model was trained at.")
+    labels_behind: int = Field(
+        description="Labels asserted or retracted since the model was trained (0: current).")
+
+
 class PairStatus(BaseModel):
     a: str
     b: str
@@ -345,17 +367,11 @@ class PairStatus(BaseModel):
     prediction: float | None = Field(
         description="The prediction model's probability of positive (undecided pool pairs)."
     )
+    model: ModelInfo | None = Field(
+        default=None, description="The prediction model behind `prediction` (null: none yet).")
 
 
 # ---------------------------------------------------------------------------- questions
-class ModelInfo(BaseModel):
-    name: str
-    trained_on: int = Field(description="Labeled pool pairs the model was trained on.")
-    positive: int
-    negative: int
-    version: int = Field(description="The project version the model was trained at.")
-
-
 class Query(BaseModel):
     a: str
     b: str

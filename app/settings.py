@@ -39,6 +39,10 @@ class Settings(BaseSettings):
     lease_seconds: float = Field(
         default=600.0, gt=0, description="How long GET .../next?annotator= reserves its pairs."
     )
+    fresh_timeout: float = Field(
+        default=10.0, gt=0, description="How long `?fresh=true` waits for a model trained on "
+        "the current labels before answering 503."
+    )
     max_body_bytes: int = Field(
         default=64 * 1024 * 1024, gt=0, description="Larger request bodies are refused with 413."
     )

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
 
+from app.db import SessionDep
 from app.errors import PROBLEM_MEDIA_TYPE, PROBLEMS
 from app.schemas import MAX_LIMIT, Problem
+from app.security import ProjectIdPath
 from app.services.idempotency import InFlight
 from app.services.state import StateRegistry
+from app.services.training import Trainer
+from app.services.unit import ProjectView, ProjectWork, open_project
 from app.settings import Settings
 
 __all__ = [
+    "Fresh",
     "InFlightDep",
     "Limit",
     "Offset",
+    "ReadProject",
+    "WriteProject",
     "RegistryDep",
     "SettingsDep",
     "problem_responses",
@@ -25,6 +33,8 @@ MAX_OFFSET = 2**31 - 1
 
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Page size (at most {MAX_LIMIT}).")]
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Items to skip.")]
+Fresh = Annotated[bool, Query(description="Wait for a model trained on the current labels "
+                                          "(at most SPORAL_FRESH_TIMEOUT, then 503).")]
 
 _PROBLEM_SCHEMA = Problem.model_json_schema()
 
@@ -36,7 +46,8 @@ _DESCRIPTIONS = {
          "concurrent change of the same data (retry).",
     413: "The request body exceeds the configured size limit.",
     422: "Invalid request: schema violations, unknown concepts, invalid items.",
-    503: "The database stayed locked longer than the busy timeout; retry.",
+    503: "The database stayed locked longer than the busy timeout, or (with `fresh=true`) no "
+         "model trained on the current labels was ready in time; retry.",
 }
 
 
@@ -71,3 +82,25 @@ def get_inflight(request: Request) -> InFlight:
 RegistryDep = Annotated[StateRegistry, Depends(get_registry)]
 SettingsDep = Annotated[Settings, Depends(get_settings_of_app)]
 InFlightDep = Annotated[InFlight, Depends(get_inflight)]
+
+
+def get_trainer(request: Request) -> Trainer:
+    trainer: Trainer = request.app.state.trainer
+    return trainer
+
+
+def _unit(kind: type[ProjectView]) -> Callable[..., Iterator[ProjectView]]:
+    def dependency(project_id: ProjectIdPath, session: SessionDep,
+                   request: Request) -> Iterator[ProjectView]:
+        app_state = request.app.state
+        with open_project(kind, session, app_state.reasoning, app_state.trainer, project_id,
+                          fresh_timeout=app_state.settings.fresh_timeout) as unit:
+            yield unit
+
+    return dependency
+
+
+# The unit of work of a request on one project (app.services.unit): caught up, locked for the
+# handler only ("function" scope: released before the answer is sent).
+ReadProject = Annotated[ProjectView, Depends(_unit(ProjectView), scope="function")]
+WriteProject = Annotated[ProjectWork, Depends(_unit(ProjectWork), scope="function")]

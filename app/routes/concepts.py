@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.db import SessionDep
-from app.routes.common import Limit, Offset, RegistryDep, problem_responses
+from app.routes.common import Limit, Offset, WriteProject, problem_responses
 from app.schemas import ConceptPage, ConceptRead, ConceptsCreate, ConceptsCreated
 from app.security import ProjectIdPath, ProjectKeyDep
 from app.services import concepts as service
@@ -20,10 +20,9 @@ router = APIRouter(prefix="/projects/{project_id}/concepts", tags=["concepts"],
 
 @router.post("", status_code=201, response_model=ConceptsCreated,
              responses=problem_responses(409, 413))
-def add_concepts(project_id: ProjectIdPath, body: ConceptsCreate, session: SessionDep,
-                 registry: RegistryDep) -> ConceptsCreated:
+def add_concepts(body: ConceptsCreate, work: WriteProject) -> ConceptsCreated:
     """Register concepts by name; a name already registered is not an error."""
-    created, concepts = service.add_concepts(session, registry, project_id, body.concepts)
+    created, concepts = service.add_concepts(work, body.concepts)
     return ConceptsCreated(created=created,
                            concepts=[ConceptRead.model_validate(c) for c in concepts])
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from app.db import SessionDep
 from app.errors import ProblemResponse
-from app.routes.common import InFlightDep, Limit, Offset, RegistryDep, problem_responses
+from app.routes.common import InFlightDep, Limit, Offset, WriteProject, problem_responses
 from app.schemas import (
     BulkLabels,
     BulkLabelsCreated,
@@ -22,8 +22,9 @@ from app.schemas import (
 )
 from app.security import MAX_ID, ProjectIdPath, ProjectKeyDep
 from app.services import labels as service
-from app.services.idempotency import Idempotency, request_hash
+from app.services.idempotency import Idempotency, InFlight, request_hash
 from app.services.projects import get_project
+from app.services.unit import ProjectWork
 
 __all__ = ["router"]
 
@@ -39,22 +40,24 @@ IdempotencyKey = Annotated[
 ]
 
 
-def _answer(status: int, body: dict, idempotency: Idempotency | None) -> Response:
+def _answer(outcome: service.Outcome, idempotency: Idempotency | None) -> Response:
+    status, body = outcome
     headers = {"Idempotent-Replayed": "true"} if idempotency and idempotency.replayed else None
     if status >= 400:  # a stored problem (a contradiction under an idempotency key)
         return ProblemResponse(body, status_code=status, headers=headers)
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def _once(apply: Callable[..., tuple[int, dict]], kind: str, session, registry, project_id: int,
-          body, request: Request, inflight, idempotency_key: str | None) -> Response:
+def _once(apply: Callable[..., service.Outcome], kind: str, work: ProjectWork, body: Any,
+          request: Request, inflight: InFlight, idempotency_key: str | None) -> Response:
     """Run a label write, at most once per ``Idempotency-Key`` when the client sent one."""
     if idempotency_key is None:
-        return _answer(*apply(session, registry, project_id, body), None)
+        return _answer(apply(work, body), None)
+    project_id = work.state.project_id
     idem = Idempotency(project_id, idempotency_key, request_hash(kind, body),
                        instance=request.url.path)
     with inflight.claim(project_id, idempotency_key):
-        return _answer(*apply(session, registry, project_id, body, idem), idem)
+        return _answer(apply(work, body, idem), idem)
 
 
 @router.post("", status_code=201, response_model=LabelCreated,
@@ -62,34 +65,28 @@ def _once(apply: Callable[..., tuple[int, dict]], kind: str, session, registry, 
                               "description": "The same label was already asserted: its id, "
                               "nothing newly decided."},
                         **problem_responses(409, 413)})
-def post_label(project_id: ProjectIdPath, body: LabelIn, session: SessionDep, request: Request,
-               registry: RegistryDep, inflight: InFlightDep,
+def post_label(body: LabelIn, work: WriteProject, request: Request, inflight: InFlightDep,
                idempotency_key: IdempotencyKey = None) -> Response:
     """Assert a label on any two registered concepts; answer what it newly decided.
 
     A contradiction is 409 with `proof`: the asserted labels that force the opposite.
     """
-    return _once(service.post_label, "label", session, registry, project_id, body, request,
-                 inflight, idempotency_key)
+    return _once(service.post_label, "label", work, body, request, inflight, idempotency_key)
 
 
 @router.post("/bulk", status_code=201, response_model=BulkLabelsCreated,
              responses=problem_responses(409, 413))
-def post_bulk(project_id: ProjectIdPath, body: BulkLabels, session: SessionDep, request: Request,
-              registry: RegistryDep, inflight: InFlightDep,
+def post_bulk(body: BulkLabels, work: WriteProject, request: Request, inflight: InFlightDep,
               idempotency_key: IdempotencyKey = None) -> Response:
     """Import labels in one transaction: all applied, or none with every contradiction listed."""
-    return _once(service.post_bulk, "bulk", session, registry, project_id, body, request,
-                 inflight, idempotency_key)
+    return _once(service.post_bulk, "bulk", work, body, request, inflight, idempotency_key)
 
 
 @router.delete("/{label_id:int}", response_model=LabelRetracted, responses=problem_responses(409))
-def retract_label(project_id: ProjectIdPath,
-                  label_id: Annotated[int, Path(ge=1, le=MAX_ID)],
-                  session: SessionDep, registry: RegistryDep) -> LabelRetracted:
+def retract_label(label_id: Annotated[int, Path(ge=1, le=MAX_ID)],
+                  work: WriteProject) -> LabelRetracted:
     """Retract an asserted label; the closure is recomputed from the remaining labels."""
-    return LabelRetracted.model_validate(
-        service.retract_label(session, registry, project_id, label_id))
+    return service.retract_label(work, label_id)
 
 
 @router.get("", response_model=LabelPage)

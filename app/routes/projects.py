@@ -5,7 +5,14 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from app.db import SessionDep
-from app.routes.common import Limit, Offset, RegistryDep, SettingsDep, problem_responses
+from app.routes.common import (
+    Limit,
+    Offset,
+    ReadProject,
+    RegistryDep,
+    SettingsDep,
+    problem_responses,
+)
 from app.schemas import (
     ApiKeyRead,
     ProjectCreate,
@@ -17,7 +24,6 @@ from app.schemas import (
 )
 from app.security import AdminDep, ProjectIdPath, ProjectKeyDep
 from app.services import projects as service
-from app.services.state import catch_up
 
 __all__ = ["admin_router", "router"]
 
@@ -55,13 +61,9 @@ def delete_project(project_id: ProjectIdPath, session: SessionDep,
 
 
 @router.get("", response_model=ProjectDetail)
-def get_project(project_id: ProjectIdPath, session: SessionDep,
-                registry: RegistryDep) -> ProjectDetail:
+def get_project(view: ReadProject) -> ProjectDetail:
     """The project with its counts and the Theorem 2 bounds on the questions still needed."""
-    with registry.locked(project_id) as state:
-        project = service.get_project(session, project_id)
-        catch_up(session, state, project)
-        return service.project_detail(project, state)
+    return service.project_detail(view.project, view.state)
 
 
 @router.patch("", response_model=ProjectRead, responses=problem_responses(409, 413))

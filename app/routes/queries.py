@@ -8,7 +8,15 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from app.db import SessionDep
-from app.routes.common import Limit, Offset, RegistryDep, SettingsDep, problem_responses
+from app.routes.common import (
+    Fresh,
+    Limit,
+    Offset,
+    ReadProject,
+    SettingsDep,
+    WriteProject,
+    problem_responses,
+)
 from app.schemas import Name, NextQueries, PredictionPage, SuggestionPage
 from app.security import ProjectIdPath, ProjectKeyDep
 from app.services import queries as service
@@ -19,15 +27,14 @@ __all__ = ["router"]
 router = APIRouter(prefix="/projects/{project_id}", tags=["questions"],
                    dependencies=[ProjectKeyDep],
                    responses=problem_responses(401, 403, 404, 422, 503))
+# (409 on next: a concurrent change kept moving the project; retry)
 
 MAX_BATCH = 100
 
 
 @router.get("/next", response_model=NextQueries)
 def next_queries(
-    project_id: ProjectIdPath,
-    session: SessionDep,
-    registry: RegistryDep,
+    work: WriteProject,
     settings: SettingsDep,
     strategy: Annotated[str, Query(max_length=32, description=(
         "Random, LC, QBC, Random-R, LC-R, QBC-R, CNT, LC-R+, QBC-R+ (any case; `plus` may "
@@ -36,27 +43,35 @@ def next_queries(
     annotator: Annotated[Name | None, Query(description=(
         "Reserve the returned pairs for this annotator for a lease; other annotators are "
         "not asked them until a label or the lease's end releases them."))] = None,
+    fresh: Fresh = False,
 ) -> NextQueries:
-    """The next questions, best first; only undecided pool pairs are ever suggested."""
-    return NextQueries.model_validate(service.next_queries(
-        session, registry, project_id, strategy, k, annotator, settings.lease_seconds))
+    """The next questions, best first; only undecided pool pairs are ever suggested.
+
+    The strategy's model is the newest one trained in the background (`model.labels_behind`
+    says how many labels it has not seen yet); `fresh=true` waits for one trained on the
+    current labels.
+    """
+    return service.next_queries(work, strategy, k, annotator, settings.lease_seconds,
+                                fresh=fresh)
 
 
 @router.get("/predictions", response_model=PredictionPage)
 def predictions(
-    project_id: ProjectIdPath,
-    session: SessionDep,
-    registry: RegistryDep,
+    view: ReadProject,
     limit: Limit = 100,
     offset: Offset = 0,
     min_probability: Annotated[float | None, Query(ge=0.0, le=1.0, allow_inf_nan=False,
                                                    description="Keep pairs whose probability "
                                                    "of positive is at least this.")] = None,
+    fresh: Fresh = False,
 ) -> PredictionPage:
-    """Every pool pair: its label if decided, else the prediction model's probability."""
-    return PredictionPage.model_validate(service.predictions(
-        session, registry, project_id, limit=limit, offset=offset,
-        min_probability=min_probability))
+    """Every pool pair: its label if decided, else the prediction model's probability.
+
+    The model is the newest one trained in the background (`model.labels_behind`);
+    `fresh=true` waits for one trained on the current labels.
+    """
+    return service.predictions(view, limit=limit, offset=offset,
+                               min_probability=min_probability, fresh=fresh)
 
 
 @router.get("/suggestions", response_model=SuggestionPage)
@@ -72,4 +87,4 @@ def suggestions(
     get_project(session, project_id)
     items, total = service.list_suggestions(session, project_id, annotator=annotator,
                                             limit=limit, offset=offset)
-    return SuggestionPage.model_validate({"items": items, "total": total})
+    return SuggestionPage(items=items, total=total)

@@ -7,11 +7,11 @@ from collections.abc import Iterable
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
-from app.db import write_transaction
 from app.errors import UnknownConcepts
 from app.schemas import ConceptIn
-from app.services.state import ProjectState, StateRegistry, catch_up
-from models import Concept
+from app.services.state import ProjectState, load_rows
+from app.services.unit import ProjectWork
+from models import Concept, Project
 
 __all__ = ["add_concepts", "list_concepts", "resolve"]
 
@@ -26,8 +26,7 @@ def resolve(state: ProjectState, names: Iterable[str]) -> list[int]:
     return [id_of[name] for name in names]
 
 
-def add_concepts(session: Session, registry: StateRegistry, project_id: int,
-                 concepts: list[ConceptIn]) -> tuple[int, list[Concept]]:
+def add_concepts(work: ProjectWork, concepts: list[ConceptIn]) -> tuple[int, list[Concept]]:
     """Register ``concepts``; names already present are kept (a new description replaces).
 
     Returns the number of new concepts and every posted concept as stored, in posted order.
@@ -36,31 +35,32 @@ def add_concepts(session: Session, registry: StateRegistry, project_id: int,
     for concept in concepts:
         if concept.name not in wanted or concept.description is not None:
             wanted[concept.name] = concept.description
-    with registry.locked(project_id) as state, \
-            write_transaction(session, project_id) as project:
-        assert project is not None
-        catch_up(session, state, project)
-        new = [{"project_id": project_id, "name": name, "description": description}
-               for name, description in wanted.items() if name not in state.id_of]
-        changed = False
+
+    def compute(work: ProjectWork) -> list[dict[str, object]]:
+        return [{"project_id": work.state.project_id, "name": name, "description": description}
+                for name, description in wanted.items() if name not in work.state.id_of]
+
+    def store(work: ProjectWork, project: Project,
+              new: list[dict[str, object]]) -> tuple[int, list[Concept]]:
+        session, state = work.session, work.state
         if new:
             session.execute(insert(Concept), new)
-            changed = True
         for name, description in wanted.items():
             if name in state.id_of and description is not None:
                 stored_concept = session.get(Concept, state.id_of[name])
                 if stored_concept is not None and stored_concept.description != description:
                     stored_concept.description = description
-        if changed:
+        if new:
             project.version += 1
             session.flush()
-            catch_up(session, state, project)
-        stored = {c.name: c for c in session.scalars(
-            select(Concept).where(Concept.project_id == project_id,
-                                  Concept.name.in_(list(wanted))))} if len(wanted) <= 1000 \
-            else {c.name: c for c in session.scalars(
-                select(Concept).where(Concept.project_id == project_id))}
-    return len(new), [stored[name] for name in wanted]
+            load_rows(session, state)
+        query = select(Concept).where(Concept.project_id == project.id)
+        if len(wanted) <= 1000:
+            query = query.where(Concept.name.in_(list(wanted)))
+        stored = {c.name: c for c in session.scalars(query)}
+        return len(new), [stored[name] for name in wanted]
+
+    return work.write(compute, store)
 
 
 def list_concepts(session: Session, project_id: int, limit: int,

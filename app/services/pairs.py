@@ -6,13 +6,13 @@ from typing import Any, Literal
 
 import numpy as np
 from sqlalchemy import func, insert, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import aliased
 
-from app.db import write_transaction
 from app.errors import InvalidItems, UnknownConcepts
-from app.schemas import PairIn, PairRead
-from app.services.state import ProjectState, StateRegistry, catch_up, encode_features
-from models import Concept, PoolPair
+from app.schemas import PairIn, PairPage, PairRead, PairsCreated
+from app.services.state import ProjectState, encode_features, load_rows
+from app.services.unit import ProjectView, ProjectWork
+from models import Concept, PoolPair, Project
 
 __all__ = ["add_pairs", "list_pairs"]
 
@@ -43,8 +43,8 @@ def _check(state: ProjectState, pairs: list[PairIn],
             fail(index, pair, f"{len(pair.features)} features, the project has {feature_length}")
             continue
         features = np.asarray(pair.features, dtype=np.float64)
-        row = state.pool_row.get(key)
-        known = state.pair_features[row] if row is not None else seen.get(key)
+        row = state.pool.row_of.get(key)
+        known = state.pool.features[row] if row is not None else seen.get(key)
         if known is not None:
             if not np.array_equal(known, features):
                 fail(index, pair, "already registered with other features")
@@ -56,42 +56,49 @@ def _check(state: ProjectState, pairs: list[PairIn],
     return errors, unknown, new_rows, unchanged
 
 
-def add_pairs(session: Session, registry: StateRegistry, project_id: int,
-              pairs: list[PairIn]) -> tuple[int, int, int | None]:
+def add_pairs(work: ProjectWork, pairs: list[PairIn]) -> PairsCreated:
     """Register pool pairs, all or nothing.
 
-    Returns ``(created, unchanged, feature_length)``. Raises :class:`UnknownConcepts` or
-    :class:`InvalidItems` naming every offending item; nothing is stored then.
+    Raises :class:`UnknownConcepts` or :class:`InvalidItems` naming every offending item;
+    nothing is stored then.
     """
-    with registry.locked(project_id) as state, \
-            write_transaction(session, project_id) as project:
-        assert project is not None
-        catch_up(session, state, project)
+
+    def compute(work: ProjectWork) -> tuple[list[int], int, int | None]:
         if not pairs:
-            return 0, 0, project.feature_length
-        feature_length = project.feature_length or len(pairs[0].features)
-        errors, unknown, new_rows, unchanged = _check(state, pairs, feature_length)
+            return [], 0, work.project.feature_length
+        feature_length = work.project.feature_length or len(pairs[0].features)
+        errors, unknown, new_rows, unchanged = _check(work.state, pairs, feature_length)
         if unknown:
             raise UnknownConcepts(unknown, errors)
         if errors:
             raise InvalidItems(errors, "pairs")
+        return new_rows, unchanged, feature_length
+
+    def store(work: ProjectWork, project: Project,
+              plan: tuple[list[int], int, int | None]) -> PairsCreated:
+        new_rows, unchanged, feature_length = plan
+        state, session = work.state, work.session
         if new_rows:
             session.execute(insert(PoolPair), [
-                {"project_id": project_id, "a_id": state.id_of[pairs[i].a],
+                {"project_id": project.id, "a_id": state.id_of[pairs[i].a],
                  "b_id": state.id_of[pairs[i].b], "features": encode_features(pairs[i].features)}
                 for i in new_rows
             ])
             project.feature_length = feature_length
             project.version += 1
             session.flush()
-            catch_up(session, state, project)
-        return len(new_rows), unchanged, project.feature_length
+            state.feature_length = feature_length
+            load_rows(session, state)
+        return PairsCreated(created=len(new_rows), unchanged=unchanged,
+                            feature_length=project.feature_length)
+
+    return work.write(compute, store)
 
 
-def list_pairs(session: Session, state: ProjectState, limit: int,
-               offset: int) -> tuple[list[PairRead], int]:
+def list_pairs(view: ProjectView, limit: int, offset: int) -> PairPage:
     """A page of the pool in registration order, with each pair's current status."""
     a, b = aliased(Concept), aliased(Concept)
+    session, state = view.session, view.state
     pid = state.project_id
     total = session.scalar(
         select(func.count()).select_from(PoolPair).where(PoolPair.project_id == pid)
@@ -110,4 +117,4 @@ def list_pairs(session: Session, state: ProjectState, limit: int,
             "undecided" if value is None else "positive" if value else "negative")
         items.append(PairRead(id=pair_id, a=a_name, b=b_name,
                               features=np.frombuffer(blob, dtype="<f8").tolist(), status=status))
-    return items, total
+    return PairPage(items=items, total=total)

@@ -54,11 +54,11 @@ def project_detail(project: Project, state: ProjectState) -> ProjectDetail:
     closure = state.closure
     asserted = closure.asserted
     asserted_positive = sum(1 for v in asserted.values() if v)
-    values = state.pool_values()
+    values = state.values
     lower, upper = closure.query_bounds()
     counts = ProjectCounts(
         concepts=closure.n,
-        pool_pairs=state.n_pool,
+        pool_pairs=len(state.pool),
         asserted_labels=len(asserted),
         inferred_positive=closure.n_positive - asserted_positive,
         inferred_negative=closure.n_negative - (len(asserted) - asserted_positive),
@@ -92,9 +92,13 @@ def update_project(session: Session, project_id: int, body: ProjectUpdate) -> Pr
 
 
 def delete_project(session: Session, registry: StateRegistry, project_id: int) -> None:
-    with registry.locked(project_id), write_transaction(session, project_id):
+    """Delete the project and everything in it; this process forgets its cached state."""
+    with write_transaction(session, project_id):
         session.execute(delete(Project).where(Project.id == project_id))
-    registry.drop(project_id)
+    state = registry.cached(project_id)
+    if state is not None:
+        with state.lock:  # a request of the project still running finishes first
+            registry.drop(project_id)
 
 
 def rotate_key(session: Session, project_id: int) -> str:

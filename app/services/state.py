@@ -1,40 +1,59 @@
 """The in-memory reasoning state of each project: a cache of the database, kept in step.
 
 The database is the source of truth. Each process keeps, per project, the closure of the live
-asserted labels (concepts keyed by their database ids), the pool with its features, and the
-models trained on them, stamped with the project's ``version``. Every request reads the
-project row and brings the cache up to that version before answering: it loads the concepts and
-pool pairs added since, and applies the labels asserted since its version; only after a
-retraction (``retraction_version`` newer than the cache) is the closure rebuilt from scratch.
-So several processes on one database answer alike.
+asserted labels (concepts keyed by their database ids), an immutable snapshot of the pool, the
+decided value of every pool pair, and the newest models trained on them, stamped with the
+project's ``version``. Every request brings the cache up to the project row's version before
+answering (:func:`catch_up`): it loads the concepts and pool pairs added since, and applies the
+labels asserted since its version; only after a retraction (``retraction_version`` newer than
+the cache) is the closure rebuilt from scratch. So several processes on one database answer
+alike.
+
+Lock discipline
+---------------
+* ``state.lock`` (a plain lock, so that the request that took it may release it from another
+  thread of the pool) is held by one request at a time, from its catch-up to its answer
+  (:mod:`app.services.unit`), and briefly by the trainer to take a training snapshot. Nothing
+  slow runs under it: no model is trained there, and no database write lock is held while the
+  closure or the gains are computed.
+* Every change of the cache goes through a method of :class:`ProjectState` that counts it
+  (``mutations``): a request that fails after changing the cache invalidates it, so the cache
+  is never ahead of the database (enforced by :mod:`app.services.unit`, not by convention).
+* What readers outside the lock may hold (the pool snapshot, the values array, a trained
+  model) is immutable: a change replaces it instead of editing it.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.errors import ServiceError
 from models import AssertedLabel, Concept, PoolPair, Project
-from reasoning.closure import Closure, Label
+from reasoning.closure import Closure, Label, Update
+
+if TYPE_CHECKING:
+    from app.services.training import TrainedModel
 
 __all__ = [
     "FEATURE_DTYPE",
     "MODEL_FEATURE_BOUND",
     "LiveLabel",
+    "Pool",
     "ProjectState",
     "StateRegistry",
+    "TrainingKey",
     "catch_up",
     "decode_features",
     "encode_features",
+    "live_labels",
+    "load_rows",
     "warm_up",
 ]
 
@@ -48,6 +67,9 @@ Any finite float is accepted and stored as sent, but scikit-learn's trees work i
 bound a model would fail on them. No real feature comes near it.
 """
 
+MAX_CACHED_STATES = 256
+"""Projects whose reasoning state a process keeps; the least recently used one goes first."""
+
 
 def encode_features(values: np.ndarray | list[float]) -> bytes:
     """Features as stored: little-endian float64 bytes."""
@@ -56,6 +78,11 @@ def encode_features(values: np.ndarray | list[float]) -> bytes:
 
 def decode_features(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=FEATURE_DTYPE)
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
 
 
 @dataclass(frozen=True)
@@ -68,132 +95,185 @@ class LiveLabel:
     created_at: datetime
 
 
+@dataclass(frozen=True)
+class Pool:
+    """The pool at one moment: immutable, shared, replaced (never edited) when pairs arrive.
+
+    Row ``r`` is the ``r``-th registered pair: ``ids[r]`` its database id, ``concepts[r]`` its
+    concept ids, ``features[r]`` its features as stored and ``X[r]`` as the classifiers see
+    them (clipped to :data:`MODEL_FEATURE_BOUND`).
+    """
+
+    ids: np.ndarray = field(default_factory=lambda: _frozen(np.zeros(0, dtype=np.int64)))
+    concepts: np.ndarray = field(
+        default_factory=lambda: _frozen(np.zeros((0, 2), dtype=np.int64)))
+    features: np.ndarray = field(default_factory=lambda: _frozen(np.zeros((0, 0))))
+    X: np.ndarray = field(default_factory=lambda: _frozen(np.zeros((0, 0))))
+    row_of: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def extended(self, rows: list[tuple[int, int, int, np.ndarray]]) -> Pool:
+        """A new pool with ``rows`` of ``(pair_id, a_id, b_id, features)`` appended."""
+        if not rows:
+            return self
+        ids = np.array([r[0] for r in rows], dtype=np.int64)
+        concepts = np.array([(r[1], r[2]) for r in rows], dtype=np.int64).reshape(-1, 2)
+        features = np.vstack([r[3] for r in rows])
+        if len(self):
+            features = np.vstack([self.features, features])
+        row_of = dict(self.row_of)
+        for offset, (_, a_id, b_id, _) in enumerate(rows):
+            row_of[(a_id, b_id)] = len(self) + offset
+        return Pool(
+            ids=_frozen(np.concatenate([self.ids, ids])),
+            concepts=_frozen(np.vstack([self.concepts, concepts])),
+            features=_frozen(features),
+            X=_frozen(np.clip(features, -MODEL_FEATURE_BOUND, MODEL_FEATURE_BOUND)),
+            row_of=row_of,
+        )
+
+
+class TrainingKey(NamedTuple):
+    """What a model is trained on; changes exactly when that may have changed.
+
+    The decided pool pairs and their values are fixed by the closure (replaced: ``generation``,
+    or grown in place: ``decided``), the asserted labels (a label on an inferred pair decides
+    nothing new but joins the asserted training set) and the pool. Concepts, names and settings
+    are not in it: a new concept does not retrain a model.
+    """
+
+    generation: int
+    decided: int
+    asserted: int
+    pool: int
+
+
 class ProjectState:
     """The cached reasoning state of one project (see the module docstring).
 
     ``version`` is -1 while the state is empty or was invalidated: the next catch-up rebuilds.
-    Use it only while holding ``lock``.
     """
 
     def __init__(self, project_id: int) -> None:
         self.project_id = project_id
-        self.lock = threading.RLock()
-        self.training_lock = threading.Lock()
-        self.closure_generation = 0
+        self.lock = threading.Lock()
+        self.generation = 0
+        self.mutations = 0
+        self.models: dict[str, TrainedModel] = {}
+        self.wanted: set[str] = set()
         self.invalidate()
 
+    def invalidate(self) -> None:
+        """Forget everything but the trained models; the next :func:`catch_up` rebuilds.
+
+        Models stay: they are the newest that exist (their ``labels_behind`` says how far
+        behind), and the trainer replaces them.
+        """
+        self.version = -1
+        self.created_at: datetime | None = None
+        self.feature_length: int | None = None
+        self.name_of: dict[int, str] = {}
+        self.id_of: dict[str, int] = {}
+        self.max_concept_id = 0
+        self.pool = Pool()
+        self.labels: dict[tuple[int, int], LiveLabel] = {}
+        self.pair_of_label: dict[int, tuple[int, int]] = {}
+        self.label_events = 0
+        self._set_closure(Closure())
+
+    # ------------------------------------------------------------------ what is decided
     @property
     def closure(self) -> Closure:
         """The closure of the live asserted labels (grows in place as labels arrive)."""
         return self._closure
 
-    @closure.setter
-    def closure(self, closure: Closure) -> None:
+    def _set_closure(self, closure: Closure) -> None:
         # A replaced closure (rebuild, retraction, bulk import) is another training set.
         self._closure = closure
-        self.closure_generation += 1
+        self.generation += 1
+        self.mutations += 1
+        self._index: np.ndarray | None = None
+        self.values = self._all_values()
 
-    def training_key(self) -> tuple[int, int, int, int]:
-        """Changes exactly when what a model is trained on may have changed.
+    def replace_closure(self, closure: Closure) -> None:
+        """Use ``closure`` from now on (a bulk import, a retraction)."""
+        self._set_closure(closure)
 
-        The decided pool pairs and their values are fixed by the closure (replaced, or grown
-        in place: its size), the asserted labels (a label on an inferred pair decides nothing
-        new but joins the asserted training set) and the pool. Concepts, names and settings are
-        not in it: a new concept does not retrain a model.
-        """
-        return (self.closure_generation, len(self._closure), len(self.labels), self.n_pool)
+    def add_label(self, a_id: int, b_id: int, positive: bool) -> Update:
+        """Apply one label to the closure and the pool values; raises ContradictionError."""
+        update = self._closure.add_label(a_id, b_id, positive)
+        self.mutations += 1
+        self._decide(update)
+        return update
 
-    def invalidate(self) -> None:
-        """Forget everything; the next :func:`catch_up` rebuilds from the database."""
-        self.version = -1
-        self.created_at: datetime | None = None
-        self.feature_length: int | None = None
-        self.closure = Closure()
-        self.name_of: dict[int, str] = {}
-        self.id_of: dict[str, int] = {}
-        self.max_concept_id = 0
-        self.pair_ids: list[int] = []
-        self.pair_concepts: list[tuple[int, int]] = []
-        self.pair_features: list[np.ndarray] = []
-        self.pool_row: dict[tuple[int, int], int] = {}
-        self.max_pair_id = 0
-        self.labels: dict[tuple[int, int], LiveLabel] = {}
-        self.pair_of_label: dict[int, tuple[int, int]] = {}
-        # Trained models, keyed by what they were trained on (:meth:`training_key`).
-        self.models: dict[str, tuple[tuple[int, ...], Any, dict[str, Any] | None]] = {}
-        self.predictions: tuple[tuple[int, ...], Any, Any] | None = None  # (key, _, result)
-        self._arrays: tuple[np.ndarray, np.ndarray] | None = None
-        self._values: tuple[Closure, tuple[int, int], np.ndarray] | None = None
+    def training_key(self) -> TrainingKey:
+        return TrainingKey(self.generation, len(self._closure), len(self.labels), len(self.pool))
 
-    # ------------------------------------------------------------------ pool arrays
-    @property
-    def n_pool(self) -> int:
-        return len(self.pair_ids)
+    def pool_index(self) -> np.ndarray:
+        """The pool as closure indices, shape ``(m, 2)``."""
+        if self._index is None or len(self._index) != len(self.pool):
+            index = self._closure.index
+            self._index = _frozen(np.array(
+                [(index(a), index(b)) for a, b in self.pool.concepts.tolist()],
+                dtype=np.int64).reshape(-1, 2))
+        return self._index
 
-    def pool_arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(pool, X)``: the pool as closure indices ``(m, 2)`` and its features ``(m, f)``.
+    def _all_values(self) -> np.ndarray:
+        if not len(self.pool):
+            return _frozen(np.zeros(0, dtype=np.int8))
+        index = self.pool_index()
+        return _frozen(self._closure.values(index[:, 0], index[:, 1]))
 
-        ``X`` is what the classifiers see: clipped to :data:`MODEL_FEATURE_BOUND`.
-        """
-        if self._arrays is None or len(self._arrays[0]) != self.n_pool:
-            index = self.closure.index
-            pool = np.array([(index(a), index(b)) for a, b in self.pair_concepts],
-                            dtype=np.int64).reshape(-1, 2)
-            width = self.feature_length or 0
-            X = (np.clip(np.vstack(self.pair_features), -MODEL_FEATURE_BOUND,
-                         MODEL_FEATURE_BOUND) if self.pair_features
-                 else np.zeros((0, width), dtype=np.float64))
-            self._arrays = (pool, X)
-        return self._arrays
-
-    def pool_values(self) -> np.ndarray:
-        """Value of every pool pair: 1 positive, 0 negative, -1 undecided (do not mutate).
-
-        Cached while the decided set and the pool stay the same: the closure object (held, so
-        never another one at the same address), its size and the pool size identify them (a
-        label only grows the closure; a retraction or a rebuild replaces the object).
-        """
-        key = (len(self.closure), self.n_pool)
-        cached = self._values
-        if cached is not None and cached[0] is self.closure and cached[1] == key:
-            return cached[2]
-        pool, _ = self.pool_arrays()
-        values = (self.closure.values(pool[:, 0], pool[:, 1]) if len(pool)
-                  else np.zeros(0, dtype=np.int8))
-        values.setflags(write=False)
-        self._values = (self.closure, key, values)
-        return values
+    def _decide(self, update: Update) -> None:
+        """Replace the values with a copy that knows what ``update`` decided in the pool."""
+        row_of: dict[Any, int] = self.pool.row_of
+        changed = [(row_of[p], 1) for p in update.positive if p in row_of]
+        changed += [(row_of[p], 0) for p in update.negative if p in row_of]
+        own = row_of.get((update.label.a, update.label.b))
+        if own is not None:
+            changed.append((own, int(update.label.positive)))
+        if changed:
+            values = self.values.copy()
+            rows, new = zip(*changed, strict=True)
+            values[list(rows)] = new
+            self.values = _frozen(values)
 
     def pool_asserted(self) -> np.ndarray:
         """Whether each pool pair carries a live asserted label."""
         labels = self.labels
-        return np.fromiter((pair in labels for pair in self.pair_concepts), dtype=bool,
-                           count=self.n_pool)
+        return np.fromiter((pair in labels for pair in map(tuple, self.pool.concepts.tolist())),
+                           dtype=bool, count=len(self.pool))
 
     # ------------------------------------------------------------------ loading
     def add_concept(self, concept_id: int, name: str) -> None:
-        self.closure.add_concept(concept_id)
+        self._closure.add_concept(concept_id)
+        self.mutations += 1
         self.name_of[concept_id] = name
         self.id_of[name] = concept_id
         self.max_concept_id = max(self.max_concept_id, concept_id)
 
-    def add_pair(self, pair_id: int, a_id: int, b_id: int, features: np.ndarray) -> None:
-        self.pool_row[(a_id, b_id)] = len(self.pair_ids)
-        self.pair_ids.append(pair_id)
-        self.pair_concepts.append((a_id, b_id))
-        self.pair_features.append(features)
-        self.max_pair_id = max(self.max_pair_id, pair_id)
-        self._arrays = None
+    def add_pairs(self, rows: list[tuple[int, int, int, np.ndarray]]) -> None:
+        """Append pool pairs ``(pair_id, a_id, b_id, features)`` (a new pool snapshot)."""
+        if rows:
+            self.pool = self.pool.extended(rows)
+            self.mutations += 1
+            self.values = self._all_values()
 
     def remember_label(self, label: AssertedLabel) -> None:
         pair = (label.a_id, label.b_id)
         self.labels[pair] = LiveLabel(label.id, label.positive, label.annotator, label.created_at)
         self.pair_of_label[label.id] = pair
+        self.label_events += 1
+        self.mutations += 1
 
     def forget_label(self, label_id: int) -> None:
         pair = self.pair_of_label.pop(label_id, None)
         if pair is not None:
             self.labels.pop(pair, None)
+            self.label_events += 1
+            self.mutations += 1
 
 
 def _load_concepts(session: Session, state: ProjectState) -> None:
@@ -207,17 +287,25 @@ def _load_concepts(session: Session, state: ProjectState) -> None:
 
 
 def _load_pairs(session: Session, state: ProjectState) -> None:
+    after = int(state.pool.ids[-1]) if len(state.pool) else 0
     rows = session.execute(
         select(PoolPair.id, PoolPair.a_id, PoolPair.b_id, PoolPair.features)
-        .where(PoolPair.project_id == state.project_id, PoolPair.id > state.max_pair_id)
+        .where(PoolPair.project_id == state.project_id, PoolPair.id > after)
         .order_by(PoolPair.id)
     )
-    for pair_id, a_id, b_id, blob in rows:
-        state.add_pair(pair_id, a_id, b_id, decode_features(blob))
+    state.add_pairs([(pair_id, a_id, b_id, decode_features(blob))
+                     for pair_id, a_id, b_id, blob in rows])
 
 
-def _live_labels(session: Session, project_id: int, after_version: int | None = None,
-                 up_to_version: int | None = None) -> list[AssertedLabel]:
+def load_rows(session: Session, state: ProjectState) -> None:
+    """Load the concepts and pool pairs stored since the state last read them."""
+    _load_concepts(session, state)
+    _load_pairs(session, state)
+
+
+def live_labels(session: Session, project_id: int, after_version: int | None = None,
+                up_to_version: int | None = None) -> list[AssertedLabel]:
+    """The live asserted labels of a project in the order they were asserted (their ids)."""
     query = select(AssertedLabel).where(AssertedLabel.project_id == project_id,
                                         AssertedLabel.retracted_at.is_(None))
     if after_version is not None:
@@ -227,24 +315,32 @@ def _live_labels(session: Session, project_id: int, after_version: int | None = 
     return list(session.scalars(query.order_by(AssertedLabel.id)))
 
 
+def _label_events(session: Session, project_id: int) -> int:
+    """Labels asserted plus labels retracted, ever: what ``labels_behind`` counts in."""
+    asserted, retracted = session.execute(
+        select(func.count(), func.count(AssertedLabel.retracted_at))
+        .where(AssertedLabel.project_id == project_id)).one()
+    return int(asserted) + int(retracted)
+
+
 def _rebuild(session: Session, state: ProjectState, project: Project) -> None:
     state.invalidate()
     state.created_at = project.created_at
     state.feature_length = project.feature_length
     _load_concepts(session, state)
     _load_pairs(session, state)
-    labels = _live_labels(session, state.project_id, up_to_version=project.version)
-    state.closure = Closure.from_labels(
-        [Label(lab.a_id, lab.b_id, lab.positive) for lab in labels], state.closure.concepts
-    )
+    labels = live_labels(session, state.project_id, up_to_version=project.version)
+    state.replace_closure(Closure.from_labels(
+        [Label(lab.a_id, lab.b_id, lab.positive) for lab in labels], state.closure.concepts))
     for label in labels:
         state.remember_label(label)
+    state.label_events = _label_events(session, state.project_id)
 
 
 def catch_up(session: Session, state: ProjectState, project: Project) -> ProjectState:
     """Bring ``state`` up to ``project.version`` (call while holding ``state.lock``).
 
-    ``project`` is the project row as read in the current transaction (locked for a write).
+    ``project`` is the project row as read in the current transaction.
     """
     if state.version == project.version and state.created_at == project.created_at:
         return state
@@ -255,28 +351,36 @@ def catch_up(session: Session, state: ProjectState, project: Project) -> Project
         _rebuild(session, state, project)
     else:
         state.feature_length = project.feature_length
-        _load_concepts(session, state)
-        _load_pairs(session, state)
-        for label in _live_labels(session, state.project_id, after_version=state.version,
-                                  up_to_version=project.version):
-            state.closure.add_label(label.a_id, label.b_id, label.positive)
+        load_rows(session, state)
+        for label in live_labels(session, state.project_id, after_version=state.version,
+                                 up_to_version=project.version):
+            state.add_label(label.a_id, label.b_id, label.positive)
             state.remember_label(label)
     state.version = project.version
     return state
 
 
 class StateRegistry:
-    """The cached states of every project this process has served."""
+    """The cached states of the projects this process served lately (at most ``capacity``).
 
-    def __init__(self) -> None:
-        self._states: dict[int, ProjectState] = {}
+    States are made only for projects that exist (the caller checks first); the least
+    recently used one is dropped when there are too many, to be rebuilt on its next request.
+    """
+
+    def __init__(self, capacity: int = MAX_CACHED_STATES) -> None:
+        self._states: OrderedDict[int, ProjectState] = OrderedDict()
         self._lock = threading.Lock()
+        self.capacity = capacity
 
     def get(self, project_id: int) -> ProjectState:
         with self._lock:
             state = self._states.get(project_id)
             if state is None:
                 state = self._states[project_id] = ProjectState(project_id)
+                while len(self._states) > self.capacity:
+                    self._states.popitem(last=False)
+            else:
+                self._states.move_to_end(project_id)
             return state
 
     def cached(self, project_id: int) -> ProjectState | None:
@@ -288,23 +392,9 @@ class StateRegistry:
         with self._lock:
             self._states.pop(project_id, None)
 
-    @contextmanager
-    def locked(self, project_id: int) -> Iterator[ProjectState]:
-        """The project's state, held exclusively; invalidated if the body fails.
-
-        A failure after the closure was changed (e.g. the commit failed) must not leave the
-        cache ahead of the database, so any unexpected exception drops the cached state. A
-        :class:`~app.errors.ServiceError` (a refused request) is raised before any change.
-        """
-        state = self.get(project_id)
-        with state.lock:
-            try:
-                yield state
-            except ServiceError:
-                raise  # refused before anything changed (services raise them up front)
-            except BaseException:
-                state.invalidate()
-                raise
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._states)
 
 
 def warm_up(sessions: sessionmaker[Session], registry: StateRegistry) -> tuple[int, int]:
@@ -313,7 +403,8 @@ def warm_up(sessions: sessionmaker[Session], registry: StateRegistry) -> tuple[i
     Each project is read in its own short read-only transaction, so warming never holds one
     long snapshot or any write lock, and processes that start together do not wait on each
     other. A project changed meanwhile (by another process) is caught up by its next request
-    as usual; one deleted meanwhile is skipped.
+    as usual; one deleted meanwhile is skipped. At most ``registry.capacity`` projects (the
+    newest) are built.
 
     Returns
     -------
@@ -321,15 +412,21 @@ def warm_up(sessions: sessionmaker[Session], registry: StateRegistry) -> tuple[i
         How many projects were built and how many live asserted labels they hold.
     """
     with sessions() as session:
-        project_ids = list(session.scalars(select(Project.id).order_by(Project.id)))
+        project_ids = list(session.scalars(
+            select(Project.id).order_by(Project.id.desc()).limit(registry.capacity)))
     built = labels = 0
-    for project_id in project_ids:
-        with sessions() as session, registry.locked(project_id) as state:
+    for project_id in reversed(project_ids):
+        with sessions() as session:
             project = session.get(Project, project_id)
             if project is None:
-                registry.drop(project_id)
                 continue
-            catch_up(session, state, project)
+            state = registry.get(project_id)
+            with state.lock:
+                try:
+                    catch_up(session, state, project)
+                except BaseException:
+                    state.invalidate()
+                    raise
             built += 1
             labels += len(state.labels)
     return built, labels

@@ -85,54 +85,56 @@ def test_strategy_names_are_read_leniently(client: TestClient) -> None:
 
 def test_the_model_appears_once_both_classes_are_labeled(client: TestClient) -> None:
     pid = _chain_project(client)
-    lc = {"strategy": "LC"}  # trained on the asserted pool pairs only
+    lc = {"strategy": "LC", "fresh": True}  # trained on the asserted pool pairs only
     label(client, pid, "c0", "c1")
     assert client.get(f"/projects/{pid}/next", params=lc).json()["model"] is None  # one class
     label(client, pid, "c4", "c6", "negative")
     model = client.get(f"/projects/{pid}/next", params=lc).json()["model"]
-    assert model["name"] == "logistic_regression"
+    assert model["name"] == "logistic_regression" and model["labels_behind"] == 0
     assert (model["positive"], model["negative"], model["trained_on"]) == (1, 1, 2)
     # LC-R+ trains on every decided pool pair: the inferred (c1, c0) too.
-    model = client.get(f"/projects/{pid}/next").json()["model"]
+    model = client.get(f"/projects/{pid}/next", params={"fresh": True}).json()["model"]
     assert (model["positive"], model["negative"]) == (1, 2)
+
+
+def _models(client: TestClient, pid: int) -> dict:
+    return dict(client.app.state.reasoning.get(pid).models)  # type: ignore[attr-defined]
 
 
 def test_the_model_is_retrained_only_when_the_labels_changed(client: TestClient) -> None:
     pid = _chain_project(client)
     label(client, pid, "c0", "c1")
     label(client, pid, "c4", "c6", "negative")
-    state = client.app.state.reasoning.get(pid)  # type: ignore[attr-defined]
-    client.get(f"/projects/{pid}/next")
-    (key, (_, model, info)), = state.models.items()
-    client.get(f"/projects/{pid}/next")
-    assert state.models[key][1] is model
+    info = client.get(f"/projects/{pid}/next", params={"fresh": True}).json()["model"]
+    (key, model), = _models(client, pid).items()
+    assert client.get(f"/projects/{pid}/next", params={"fresh": True}).json()["model"] == info
+    assert _models(client, pid)[key] is model
     label(client, pid, "c2", "c3")
-    client.get(f"/projects/{pid}/next")
-    assert state.models[key][1] is not model
-    assert client.get(f"/projects/{pid}/next").json()["model"]["version"] > info["version"]
+    again = client.get(f"/projects/{pid}/next", params={"fresh": True}).json()["model"]
+    assert _models(client, pid)[key] is not model
+    assert again["version"] > info["version"] and again["labels_behind"] == 0
 
 
 def test_a_new_concept_or_name_does_not_retrain(client: TestClient) -> None:
     pid = _chain_project(client)
     label(client, pid, "c0", "c1")
     label(client, pid, "c4", "c6", "negative")
-    state = client.app.state.reasoning.get(pid)  # type: ignore[attr-defined]
-    first = client.get(f"/projects/{pid}/next").json()["model"]
-    (key, (_, model, _)), = state.models.items()
-    predictions = client.get(f"/projects/{pid}/predictions").json()
-    result = state.predictions[2]
+    fresh = {"fresh": True}
+    first = client.get(f"/projects/{pid}/next", params=fresh).json()["model"]
+    predictions = client.get(f"/projects/{pid}/predictions", params=fresh).json()
+    models = _models(client, pid)
+    assert len(models) == 2  # the strategy's model and the prediction model
     client.post(f"/projects/{pid}/concepts", json={"concepts": [{"name": "newcomer"}]})
     client.patch(f"/projects/{pid}", json={"name": "renamed"})
-    assert client.get(f"/projects/{pid}/next").json()["model"] == first
-    assert state.models[key][1] is model
-    assert client.get(f"/projects/{pid}/predictions").json() == predictions
-    assert state.predictions[2] is result
+    assert client.get(f"/projects/{pid}/next", params=fresh).json()["model"] == first
+    assert client.get(f"/projects/{pid}/predictions", params=fresh).json() == predictions
+    assert all(_models(client, pid)[k] is m for k, m in models.items())
     # A new pool pair is new data: both models are trained again.
     client.post(f"/projects/{pid}/pairs",
                 json={"pairs": [{"a": "newcomer", "b": "c0", "features": [0.0, 0.0]}]})
-    client.get(f"/projects/{pid}/next")
-    client.get(f"/projects/{pid}/predictions")
-    assert state.models[key][1] is not model and state.predictions[2] is not result
+    client.get(f"/projects/{pid}/next", params=fresh)
+    client.get(f"/projects/{pid}/predictions", params=fresh)
+    assert all(_models(client, pid)[k] is not m for k, m in models.items())
 
 
 def test_an_exhausted_pool_gives_an_empty_list(client: TestClient) -> None:
@@ -165,15 +167,18 @@ def test_huge_finite_features_never_break_a_model(client: TestClient,
     for a, b in [("c6", "c5"), ("c3", "c0")]:
         label(client, pid, a, b, "negative")
     for strategy in STRATEGY_NAMES:
-        body = client.get(f"/projects/{pid}/next", params={"strategy": strategy, "k": 3})
+        body = client.get(f"/projects/{pid}/next",
+                          params={"strategy": strategy, "k": 3, "fresh": True})
         assert body.status_code == 200, (strategy, body.text)
         assert body.json()["queries"]
-    predictions = client.get(f"/projects/{pid}/predictions", params={"limit": 10_000})
+    predictions = client.get(f"/projects/{pid}/predictions",
+                             params={"limit": 10_000, "fresh": True})
     assert predictions.status_code == 200, predictions.text
     assert predictions.json()["model"]["name"] == prediction_model
     predicted = [i for i in predictions.json()["items"] if i["source"] == "predicted"]
     assert predicted and all(0 <= i["probability"] <= 1 for i in predicted)
-    status = client.get(f"/projects/{pid}/pairs/status", params={"a": "c7", "b": "c0"})
+    status = client.get(f"/projects/{pid}/pairs/status",
+                        params={"a": "c7", "b": "c0", "fresh": True})
     assert status.status_code == 200 and 0 <= status.json()["prediction"] <= 1
     # The stored features are still exactly what was sent.
     stored = client.get(f"/projects/{pid}/pairs", params={"limit": 10_000}).json()["items"]
@@ -265,7 +270,8 @@ def test_predictions_cover_every_pool_pair(client: TestClient) -> None:
     label(client, pid, "c0", "c4")
     label(client, pid, "c4", "c7")
     label(client, pid, "c6", "c1", "negative")
-    body = client.get(f"/projects/{pid}/predictions", params={"limit": 10_000}).json()
+    body = client.get(f"/projects/{pid}/predictions",
+                      params={"limit": 10_000, "fresh": True}).json()
     model = body["model"]
     assert model["name"] == "random_forest" and model["positive"] >= 3
     items = {(i["a"], i["b"]): i for i in body["items"]}
@@ -287,18 +293,22 @@ def test_status_of_an_undecided_pool_pair_carries_the_prediction(client: TestCli
     pid = _chain_project(client)
     label(client, pid, "c0", "c4")
     label(client, pid, "c6", "c1", "negative")
-    body = client.get(f"/projects/{pid}/pairs/status", params={"a": "c2", "b": "c3"}).json()
+    body = client.get(f"/projects/{pid}/pairs/status",
+                      params={"a": "c2", "b": "c3", "fresh": True}).json()
     assert body["status"] == "undecided" and 0.0 <= body["prediction"] <= 1.0
+    assert body["model"]["name"] == "random_forest" and body["model"]["labels_behind"] == 0
 
 
 def test_the_prediction_model_is_a_project_setting(client: TestClient) -> None:
     pid = _chain_project(client, prediction_model="logistic_regression")
     label(client, pid, "c0", "c4")
     label(client, pid, "c6", "c1", "negative")
-    body = client.get(f"/projects/{pid}/predictions").json()
+    fresh = {"fresh": True}
+    body = client.get(f"/projects/{pid}/predictions", params=fresh).json()
     assert body["model"]["name"] == "logistic_regression"
     client.patch(f"/projects/{pid}", json={"prediction_model": "random_forest"})
-    assert client.get(f"/projects/{pid}/predictions").json()["model"]["name"] == "random_forest"
+    body = client.get(f"/projects/{pid}/predictions", params=fresh).json()
+    assert body["model"]["name"] == "random_forest"
 
 
 def test_exports_hold_every_decided_pair(client: TestClient) -> None:

@@ -1,0 +1,77 @@
+"""Why a pair is decided: proofs as asserted labels (with ids and names), a pair's status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.errors import Contradiction, InvalidLabel
+from app.schemas import LabelRef, PairStatus, label_value
+from app.services.concepts import resolve
+from app.services.state import ProjectState
+from reasoning.closure import ContradictionError, Proof
+
+__all__ = ["check_pair", "contradiction", "pair_status", "proof_chains", "proof_refs"]
+
+
+def check_pair(state: ProjectState, a: str, b: str) -> tuple[int, int]:
+    """The concept ids of a label's pair; 422 for unknown names or a self pair."""
+    a_id, b_id = resolve(state, [a, b])
+    if a_id == b_id:
+        raise InvalidLabel(f"a label needs two different concepts, got ({a!r}, {a!r})")
+    return a_id, b_id
+
+
+def proof_refs(state: ProjectState, proof: Proof,
+               pending: dict[tuple[int, int], int] | None = None) -> list[dict[str, Any]]:
+    """The asserted labels of ``proof`` as ``{"id", "a", "b", "label"}`` (names, not ids).
+
+    ``pending`` maps pairs asserted earlier in the same bulk import to their item index; such
+    labels have no id yet and are cited by ``index``. In a bulk import every reference has both
+    members (absent values are null).
+    """
+    name: dict[Any, str] = state.name_of
+    refs = []
+    for lab in proof.labels:
+        pair: Any = (lab.a, lab.b)
+        ref: dict[str, Any] = {"id": None, "a": name[lab.a], "b": name[lab.b],
+                               "label": label_value(lab.positive)}
+        if pending is not None:
+            ref["index"] = pending.get(pair)
+        if ref.get("index") is None:
+            live = state.labels.get(pair)
+            ref["id"] = live.id if live is not None else None
+        refs.append(ref)
+    return refs
+
+
+def proof_chains(state: ProjectState, proof: Proof) -> list[list[str]]:
+    name: dict[Any, str] = state.name_of
+    return [[name[c] for c in chain] for chain in proof.chains]
+
+
+def contradiction(state: ProjectState, a: str, b: str, positive: bool,
+                  exc: ContradictionError) -> Contradiction:
+    """The 409 of a label that contradicts the closure, with the proof of the opposite."""
+    return Contradiction(
+        f"({a!r}, {b!r}) cannot be {label_value(positive)}: the asserted labels in `proof` "
+        f"force it {label_value(exc.proof.positive)}",
+        a=a, b=b, label=label_value(positive), proof=proof_refs(state, exc.proof),
+        chains=proof_chains(state, exc.proof),
+    )
+
+
+def pair_status(state: ProjectState, a: str, b: str) -> PairStatus:
+    """Status, source and proof of ``(a, b)`` from the caught-up state (no prediction)."""
+    a_id, b_id = check_pair(state, a, b)
+    status = state.closure.status(a_id, b_id)
+    proof = state.closure.proof(a_id, b_id) if status.value is not None else None
+    return PairStatus(
+        a=a, b=b,
+        status="undecided" if status.value is None else label_value(status.value),
+        source=None if status.value is None else ("asserted" if status.asserted
+                                                  else "inferred"),
+        proof=[LabelRef.model_validate(r) for r in proof_refs(state, proof)] if proof else [],
+        chains=proof_chains(state, proof) if proof is not None else [],
+        in_pool=(a_id, b_id) in state.pool.row_of,
+        prediction=None,
+    )

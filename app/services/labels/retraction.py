@@ -1,0 +1,78 @@
+"""Retracting a label: the core replays the remaining labels, the stored rows follow."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from app.errors import LabelNotFound
+from app.schemas import LabelRetracted, label_value
+from app.services.labels.rows import Row, sync_rows
+from app.services.state import ProjectState
+from app.services.unit import ProjectWork
+from models import AssertedLabel, Project, utcnow
+from reasoning.closure import Closure, Label
+
+__all__ = ["retract_label"]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    label_id: int
+    pair: tuple[int, int]
+    positive: bool
+    closure: Closure
+    rows: dict[Any, Row]
+
+
+def _plan(state: ProjectState, label_id: int) -> _Plan:
+    pair = state.pair_of_label.get(label_id)
+    if pair is None:
+        raise LabelNotFound(label_id)
+    # The live labels in the order they were asserted (ids): causes follow that order.
+    order = sorted(state.labels.items(), key=lambda item: item[1].id)
+    rest = [(live.id, Label(a, b, live.positive)) for (a, b), live in order if live.id != label_id]
+    closure, causes = state.closure.retract_explained(*pair, order=[lab for _, lab in rest])
+    ids = [label_id_ for label_id_, _ in rest]
+    rows: dict[Any, Row] = {
+        p: (cause.positive, cause.asserted_by is not None,
+            None if cause.asserted_by is None else ids[cause.asserted_by], ids[cause.caused_by])
+        for p, cause in causes.items()
+    }
+    return _Plan(label_id, pair, state.labels[pair].positive, closure, rows)
+
+
+def retract_label(work: ProjectWork, label_id: int) -> LabelRetracted:
+    """Retract a live label; the closure is recomputed from the remaining labels.
+
+    Returns the retracted label and how many pairs became undecided.
+    """
+
+    def store(work: ProjectWork, project: Project, plan: _Plan) -> LabelRetracted:
+        session, state = work.session, work.state
+        label = session.get(AssertedLabel, label_id)
+        if label is None or label.project_id != project.id or label.retracted_at is not None:
+            raise LabelNotFound(label_id, "this label was already retracted")
+        before = len(state.closure)
+        project.version += 1
+        project.retraction_version = project.version
+        label.retracted_at = utcnow()
+        label.retracted_version = project.version
+        sync_rows(session, project.id, plan.rows)
+        state.replace_closure(plan.closure)
+        state.forget_label(label_id)
+        name = state.name_of
+        return LabelRetracted(id=label_id, a=name[plan.pair[0]], b=name[plan.pair[1]],
+                              label=label_value(plan.positive), retracted_at=label.retracted_at,
+                              undecided=before - len(plan.closure))
+
+    def compute(work: ProjectWork) -> _Plan:
+        state = work.state
+        if label_id not in state.pair_of_label:
+            label = work.session.get(AssertedLabel, label_id)
+            if label is not None and label.project_id == state.project_id:
+                raise LabelNotFound(label_id, "this label was already retracted")
+            raise LabelNotFound(label_id)
+        return _plan(state, label_id)
+
+    return work.write(compute, store)

@@ -1,0 +1,279 @@
+"""Asserting labels, one or in bulk: computed on the cached closure, then written at once.
+
+Each label is applied to the project's closure first (no database lock held), then written
+together with every pair it newly decides (``caused_by`` = the label) in one short write
+transaction (:meth:`app.services.unit.ProjectWork.write`): a crash leaves all of it or none.
+
+With an ``Idempotency-Key``, the outcome of executing the request (its 2xx answer, or the 409
+of a contradiction) is stored with the key in that same transaction, and a retry replays it.
+Refusals before execution (unknown concepts, ...) are not stored: a fixed retry may pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from app.errors import BulkContradiction, Contradiction, InvalidItems, UnknownConcepts
+from app.schemas import (
+    BulkLabels,
+    BulkLabelsCreated,
+    DecidedPair,
+    LabelCreated,
+    LabelIn,
+    LabelRef,
+    NewlyDecided,
+    label_value,
+)
+from app.services.idempotency import Idempotency
+from app.services.labels.proofs import check_pair, contradiction, proof_chains, proof_refs
+from app.services.labels.rows import (
+    asserted_row,
+    inferred_rows,
+    insert_rows,
+    mark_asserted,
+    release,
+)
+from app.services.state import LiveLabel, ProjectState
+from app.services.unit import ProjectWork, Superseded
+from models import AssertedLabel, Project, utcnow
+from reasoning.closure import Closure, ContradictionError, Update
+
+__all__ = ["Outcome", "post_bulk", "post_label"]
+
+Outcome = tuple[int, dict[str, Any]]
+"""``(status, body)`` of a label write: what is answered, and stored under a key."""
+
+
+def _refusal(idempotency: Idempotency | None,
+             error: Contradiction | BulkContradiction) -> Outcome:
+    """A contradiction as the outcome of execution (with a key), else raised as usual."""
+    if idempotency is None:
+        raise error
+    return error.kind.status, idempotency.problem(error)
+
+
+def _execute(work: ProjectWork, idempotency: Idempotency | None, compute: Any,
+             store: Any) -> Outcome:
+    """``work.write(compute, store)``, replaying and storing outcomes under the key."""
+    if idempotency is not None:
+        stored = idempotency.lookup(work.session)
+        work.session.rollback()
+        if stored is not None:
+            return stored
+
+    def store_once(work: ProjectWork, project: Project, plan: Any) -> Outcome:
+        if idempotency is not None:
+            stored = idempotency.lookup(work.session)
+            if stored is not None:  # the first request committed meanwhile, elsewhere
+                raise Superseded(stored)
+        outcome: Outcome = plan if isinstance(plan, tuple) else store(work, project, plan)
+        if idempotency is not None:
+            idempotency.store(work.session, *outcome)
+        return outcome
+
+    return work.write(compute, store_once)
+
+
+# ---------------------------------------------------------------------------- one label
+@dataclass(frozen=True)
+class _Planned:
+    a_id: int
+    b_id: int
+    positive: bool
+    update: Update
+    was_decided: bool
+
+
+def _decided(state: ProjectState, update: Update) -> list[DecidedPair]:
+    name: dict[Any, str] = state.name_of
+    return ([DecidedPair(a=name[a], b=name[b], label="positive") for a, b in update.positive]
+            + [DecidedPair(a=name[a], b=name[b], label="negative") for a, b in update.negative])
+
+
+def _created(state: ProjectState, a: str, b: str, positive: bool, live: LiveLabel,
+             update: Update | None) -> dict[str, Any]:
+    return LabelCreated(
+        id=live.id, a=a, b=b, label=label_value(positive), annotator=live.annotator,
+        created_at=live.created_at,
+        newly_decided=NewlyDecided(positive=len(update.positive) if update else 0,
+                                   negative=len(update.negative) if update else 0),
+        decided=_decided(state, update) if update is not None else [],
+    ).model_dump(mode="json")
+
+
+def post_label(work: ProjectWork, body: LabelIn,
+               idempotency: Idempotency | None = None) -> Outcome:
+    """Apply one label: 201 new, 200 already asserted the same way.
+
+    Raises :class:`UnknownConcepts`, :class:`InvalidLabel` or :class:`Contradiction` (with the
+    proof of the opposite label) before anything changes; with an idempotency key the
+    contradiction is answered (and stored) as ``(409, problem)`` instead.
+    """
+    positive = body.positive
+
+    def compute(work: ProjectWork) -> _Planned | Outcome:
+        state = work.state
+        a_id, b_id = check_pair(state, body.a, body.b)
+        live = state.labels.get((a_id, b_id))
+        if live is not None and live.positive == positive:
+            return 200, _created(state, body.a, body.b, positive, live, None)
+        was_decided = state.closure.status(a_id, b_id).value is not None
+        try:
+            update = state.add_label(a_id, b_id, positive)
+        except ContradictionError as exc:
+            return _refusal(idempotency, contradiction(state, body.a, body.b, positive, exc))
+        return _Planned(a_id, b_id, positive, update, was_decided)
+
+    def store(work: ProjectWork, project: Project, plan: _Planned) -> Outcome:
+        state, session = work.state, work.session
+        project.version += 1
+        label = AssertedLabel(project_id=project.id, a_id=plan.a_id, b_id=plan.b_id,
+                              positive=positive, annotator=body.annotator, created_at=utcnow(),
+                              version=project.version)
+        session.add(label)
+        session.flush()
+        if plan.was_decided:  # inferred the same way before: now asserted, its cause stays
+            mark_asserted(session, project.id, [(plan.a_id, plan.b_id, label.id)])
+        else:
+            insert_rows(session, [asserted_row(project.id, plan.a_id, plan.b_id, positive,
+                                               label.id)])
+        insert_rows(session, inferred_rows(project.id, plan.update, label.id))
+        release(session, state, [(plan.a_id, plan.b_id)])
+        state.remember_label(label)
+        live = state.labels[(plan.a_id, plan.b_id)]
+        return 201, _created(state, body.a, body.b, positive, live, plan.update)
+
+    return _execute(work, idempotency, compute, store)
+
+
+# ---------------------------------------------------------------------------- bulk import
+@dataclass(frozen=True)
+class _BulkItem:
+    index: int
+    a_id: int
+    b_id: int
+    positive: bool
+    annotator: str | None
+    update: Update | None  # None: already asserted the same way (unchanged)
+    was_decided: bool
+
+
+@dataclass(frozen=True)
+class _BulkPlan:
+    closure: Closure
+    items: list[_BulkItem]
+
+
+def _resolve_bulk(state: ProjectState, labels: list[LabelIn]) -> list[tuple[int, int]]:
+    unknown: list[str] = []
+    errors: list[dict[str, Any]] = []
+    pairs: list[tuple[int, int]] = []
+    for index, item in enumerate(labels):
+        missing = [n for n in (item.a, item.b) if n not in state.id_of]
+        if missing:
+            unknown.extend(missing)
+            errors.append({"index": index, "a": item.a, "b": item.b,
+                           "reason": "unknown concept " + ", ".join(repr(m) for m in missing)})
+            continue
+        pair = (state.id_of[item.a], state.id_of[item.b])
+        if pair[0] == pair[1]:
+            errors.append({"index": index, "a": item.a, "b": item.b,
+                           "reason": "a label needs two different concepts"})
+        pairs.append(pair)
+    if unknown:
+        raise UnknownConcepts(unknown, errors)
+    if errors:
+        raise InvalidItems(errors, "labels")
+    return pairs
+
+
+def post_bulk(work: ProjectWork, body: BulkLabels,
+              idempotency: Idempotency | None = None) -> Outcome:
+    """Import many labels in one transaction: all applied, or none and every contradiction.
+
+    Labels are applied in the order given, to a copy of the closure; each contradiction (with
+    the stored labels or with an earlier label of the import) is listed with its proof, and
+    nothing is stored then.
+    """
+
+    def compute(work: ProjectWork) -> _BulkPlan | Outcome:
+        state = work.state
+        pairs = _resolve_bulk(state, body.labels)
+        closure = state.closure.copy()
+        pending: dict[tuple[int, int], int] = {}
+        items: list[_BulkItem] = []
+        contradictions: list[dict[str, Any]] = []
+        for index, (item, (a_id, b_id)) in enumerate(zip(body.labels, pairs, strict=True)):
+            status = closure.status(a_id, b_id)
+            if status.asserted and status.value == item.positive:
+                items.append(_BulkItem(index, a_id, b_id, item.positive, item.annotator,
+                                       None, True))
+                continue
+            try:
+                update = closure.add_label(a_id, b_id, item.positive)
+            except ContradictionError as exc:
+                contradictions.append({
+                    "index": index, "a": item.a, "b": item.b, "label": item.label,
+                    "proof": proof_refs(state, exc.proof, pending),
+                    "chains": proof_chains(state, exc.proof),
+                })
+                continue
+            pending[(a_id, b_id)] = index
+            items.append(_BulkItem(index, a_id, b_id, item.positive, item.annotator, update,
+                                   status.value is not None))
+        if contradictions:
+            return _refusal(idempotency, BulkContradiction(
+                f"{len(contradictions)} label(s) contradict the others; nothing was stored",
+                contradictions=contradictions))
+        return _BulkPlan(closure, items)
+
+    def store(work: ProjectWork, project: Project, plan: _BulkPlan) -> Outcome:
+        _store_bulk(work, project, plan)
+        state = work.state
+        new = [item for item in plan.items if item.update is not None]
+        name = state.name_of
+        return 201, BulkLabelsCreated(
+            created=len(new), unchanged=len(plan.items) - len(new),
+            newly_decided=NewlyDecided(
+                positive=sum(len(i.update.positive) for i in new if i.update),
+                negative=sum(len(i.update.negative) for i in new if i.update)),
+            labels=[LabelRef(id=state.labels[(i.a_id, i.b_id)].id, a=name[i.a_id],
+                             b=name[i.b_id], label=label_value(i.positive))
+                    for i in plan.items],
+        ).model_dump(mode="json")
+
+    return _execute(work, idempotency, compute, store)
+
+
+def _store_bulk(work: ProjectWork, project: Project, plan: _BulkPlan) -> None:
+    new = [item for item in plan.items if item.update is not None]
+    if not new:
+        return
+    state, session = work.state, work.session
+    project.version += 1
+    now = utcnow()
+    labels = [AssertedLabel(project_id=project.id, a_id=i.a_id, b_id=i.b_id,
+                            positive=i.positive, annotator=i.annotator, created_at=now,
+                            version=project.version) for i in new]
+    session.add_all(labels)
+    session.flush()
+    rows: dict[tuple[int, int], dict[str, Any]] = {}
+    marks: list[tuple[int, int, int]] = []
+    for item, label in zip(new, labels, strict=True):
+        pair = (item.a_id, item.b_id)
+        if not item.was_decided:
+            rows[pair] = asserted_row(project.id, item.a_id, item.b_id, item.positive, label.id)
+        elif pair in rows:  # inferred by an earlier label of this import
+            rows[pair].update(asserted=True, label_id=label.id)
+        else:
+            marks.append((item.a_id, item.b_id, label.id))
+        assert item.update is not None
+        for row in inferred_rows(project.id, item.update, label.id):
+            rows[(row["a_id"], row["b_id"])] = row
+    insert_rows(session, list(rows.values()))
+    mark_asserted(session, project.id, marks)
+    release(session, state, [(i.a_id, i.b_id) for i in new])
+    state.replace_closure(plan.closure)
+    for label in labels:
+        state.remember_label(label)

@@ -1,0 +1,325 @@
+"""Models train in the background, never inside a request.
+
+Each process has one :class:`Trainer`: a single low-priority thread that keeps the models that
+requests asked for (``state.wanted``) trained on each project's newest labels.
+
+* **Latest wins.** A change of a project's labels or pool schedules its wanted models again;
+  a model already queued stays queued once, and when its turn comes it is trained on what the
+  project holds *then*. At most one training runs at a time in a process (so at most one per
+  project), strategy models (milliseconds) before prediction models (the forest, up to a
+  second).
+* **Bounded CPU.** One thread, at a lower scheduling priority (``nice`` 10 on Linux): on two
+  cores, request threads always find a core.
+* **Requests use the newest model that exists** and say which (:meth:`TrainedModel.info`:
+  ``labels_behind`` counts the labels asserted or retracted since it was trained). Before any
+  model exists requests fall back to p = 0.5 (``model: null``). A request may wait for a
+  model trained on the current labels (``?fresh=true``, :meth:`Trainer.wait_fresh`).
+* **Pool outputs once per model.** A model's probabilities (or committee votes) for every pool
+  pair are computed once, right after it is trained; pairs registered later are computed on
+  first use and kept.
+
+The models themselves:
+
+* a strategy's model (:func:`reasoning.strategies.fit_model`): trained on the decided pool
+  pairs for strategies that use the closure (``-R``, ``-R+``, CNT), else on the asserted ones;
+* the prediction model (a per-project setting, default the paper's 200-tree random forest):
+  trained on every decided pool pair; gives ``p(positive)`` of the undecided ones.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from sklearn.ensemble import RandomForestClassifier
+
+from app.services.state import ProjectState, StateRegistry, TrainingKey
+from reasoning.classifiers import make_probabilistic, positive_proba
+from reasoning.strategies import (
+    ModelOutputs,
+    family,
+    fit_model,
+    model_outputs,
+    needs_model,
+    uses_closure,
+)
+
+__all__ = [
+    "FOREST_TREES",
+    "ModelKey",
+    "TrainedModel",
+    "Trainer",
+    "prediction_key",
+    "strategy_key",
+]
+
+logger = logging.getLogger("sporal")
+
+FOREST_TREES = 200
+RANDOM_STATE = 0  # models are deterministic given the labels: answers repeat across processes
+TRAINER_NICE = 10
+
+
+@dataclass(frozen=True)
+class ModelKey:
+    """Which model: a strategy's (``kind`` lc or qbc) or the prediction model (its ``kind``)."""
+
+    purpose: str  # "strategy" or "prediction"
+    kind: str
+    closure_labels: bool
+
+    def __str__(self) -> str:
+        source = "closure" if self.closure_labels else "asserted"
+        return f"{self.purpose}:{self.kind}:{source}"
+
+    @property
+    def rank(self) -> int:
+        """Training order: fast strategy models before the prediction model."""
+        return 0 if self.purpose == "strategy" else 1
+
+    @property
+    def name(self) -> str:
+        """The model's name in answers."""
+        if self.purpose == "prediction":
+            return self.kind
+        return "logistic_regression" if self.kind == "lc" else "decision_tree_committee"
+
+
+def strategy_key(strategy: str) -> ModelKey | None:
+    """The model a strategy scores with; None for those that use none (Random, CNT)."""
+    if not needs_model(strategy):
+        return None
+    return ModelKey("strategy", family(strategy), uses_closure(strategy))
+
+
+def prediction_key(kind: str) -> ModelKey:
+    return ModelKey("prediction", kind, True)
+
+
+@dataclass(frozen=True)
+class TrainedModel:
+    """A model trained on one snapshot of a project, with its outputs on the pool."""
+
+    key: ModelKey
+    estimator: Any  # None: too few rows or a single class (callers use p = 0.5)
+    trained_on: TrainingKey
+    version: int
+    label_events: int
+    rows: int
+    positive: int
+    outputs: ModelOutputs | None
+
+    def info(self, state: ProjectState) -> dict[str, Any] | None:
+        """What answers say about the model: None while it cannot be trained."""
+        if self.estimator is None:
+            return None
+        return {"name": self.key.name, "trained_on": self.rows, "positive": self.positive,
+                "negative": self.rows - self.positive, "version": self.version,
+                "labels_behind": max(0, state.label_events - self.label_events)}
+
+    def is_fresh(self, state: ProjectState) -> bool:
+        return self.trained_on == state.training_key()
+
+    def pool_outputs(self, state: ProjectState) -> ModelOutputs | None:
+        """The outputs for every row of the state's pool (call holding ``state.lock``).
+
+        Rows registered after the model was trained are computed now and kept with the model.
+        """
+        if self.estimator is None or self.outputs is None:
+            return None
+        have, want = len(self.outputs), len(state.pool)
+        if have >= want:
+            return self.outputs
+        extra = _outputs(self.key, self.estimator, state.pool.X[have:want])
+        old = self.outputs
+        outputs = ModelOutputs(
+            proba=None if old.proba is None or extra.proba is None
+            else np.concatenate([old.proba, extra.proba]),
+            votes=None if old.votes is None or extra.votes is None
+            else np.hstack([old.votes, extra.votes]))
+        state.models[str(self.key)] = replace(self, outputs=outputs)
+        return outputs
+
+
+def _outputs(key: ModelKey, estimator: Any, X: np.ndarray) -> ModelOutputs:
+    if key.purpose == "prediction":
+        return ModelOutputs(proba=positive_proba(estimator, X) if len(X) else np.zeros(0))
+    strategy = "LC" if key.kind == "lc" else "QBC"
+    if not len(X):
+        return ModelOutputs(proba=np.zeros(0)) if key.kind == "lc" else \
+            ModelOutputs(votes=np.zeros((0, 0), dtype=np.int64))
+    outputs = model_outputs(strategy, estimator, X)
+    assert outputs is not None
+    return outputs
+
+
+def _fit(key: ModelKey, X: np.ndarray, y: np.ndarray) -> Any:
+    if key.purpose == "strategy":
+        strategy = "LC" if key.kind == "lc" else "QBC"
+        return fit_model(strategy, X, y, random_state=RANDOM_STATE)
+    if len(y) < 2 or len(np.unique(y)) < 2:
+        return None
+    if key.kind == "logistic_regression":
+        return make_probabilistic(RANDOM_STATE).fit(X, y.astype(np.int64))
+    forest = RandomForestClassifier(n_estimators=FOREST_TREES, random_state=RANDOM_STATE,
+                                    n_jobs=1)
+    return forest.fit(X, y.astype(np.int64))
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """What one training needs, taken under the state's lock in a moment (no copies)."""
+
+    X: np.ndarray
+    mask: np.ndarray
+    values: np.ndarray
+    trained_on: TrainingKey
+    version: int
+    label_events: int
+
+
+def _snapshot(state: ProjectState, key: ModelKey) -> _Snapshot:
+    values = state.values
+    mask = values >= 0
+    if not key.closure_labels:
+        mask = mask & state.pool_asserted()
+    return _Snapshot(state.pool.X, mask, values, state.training_key(), state.version,
+                     state.label_events)
+
+
+def train(state: ProjectState, key: ModelKey) -> TrainedModel:
+    """Train ``key`` on the state as it is now (holds ``state.lock`` only for the snapshot)."""
+    with state.lock:
+        snap = _snapshot(state, key)
+    X, y = snap.X[snap.mask], snap.values[snap.mask] == 1
+    estimator = _fit(key, X, y)
+    outputs = _outputs(key, estimator, snap.X) if estimator is not None else None
+    return TrainedModel(key, estimator, snap.trained_on, snap.version, snap.label_events,
+                        int(len(y)), int(np.count_nonzero(y)), outputs)
+
+
+class Trainer:
+    """The background trainer of one process (see the module docstring)."""
+
+    def __init__(self, registry: StateRegistry, *, nice: int = TRAINER_NICE) -> None:
+        self.registry = registry
+        self.nice = nice
+        self._queue: OrderedDict[tuple[int, str], ModelKey] = OrderedDict()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self.trainings = 0
+
+    # ------------------------------------------------------------------ requests' side
+    def want(self, state: ProjectState, key: ModelKey) -> TrainedModel | None:
+        """The newest model of ``key`` (None before any); schedules a newer one if needed.
+
+        Call holding ``state.lock``.
+        """
+        state.wanted.add(str(key))
+        model = state.models.get(str(key))
+        if model is None or not model.is_fresh(state):
+            self._schedule(state.project_id, key)
+        return model
+
+    def changed(self, state: ProjectState) -> None:
+        """The state's labels or pool changed: schedule every model it wants."""
+        for name in state.wanted:
+            model = state.models.get(name)
+            if model is None or not model.is_fresh(state):
+                self._schedule(state.project_id, _parse(name))
+
+    def wait_fresh(self, state: ProjectState, key: ModelKey, target: TrainingKey,
+                   timeout: float) -> bool:
+        """Wait (not holding ``state.lock``) until ``key`` is trained on ``target`` or newer.
+
+        True when it is; False when ``timeout`` seconds passed first.
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                model = state.models.get(str(key))
+                if model is not None and _covers(model.trained_on, target):
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0 or self._closed:
+                    return False
+                self._cond.wait(left)
+
+    # ------------------------------------------------------------------ the thread
+    def _schedule(self, project_id: int, key: ModelKey) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            self._queue.setdefault((project_id, str(key)), key)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="sporal-trainer",
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def _next(self) -> tuple[int, ModelKey] | None:
+        with self._cond:
+            while not self._queue and not self._closed:
+                self._cond.wait()
+            if self._closed:
+                return None
+            item = min(self._queue, key=lambda k: self._queue[k].rank)
+            key = self._queue.pop(item)
+            return item[0], key
+
+    def _run(self) -> None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
+        except (AttributeError, OSError):  # not Linux, or not allowed: run at normal priority
+            pass
+        while (job := self._next()) is not None:
+            project_id, key = job
+            state = self.registry.cached(project_id)
+            if state is None or state.version < 0:
+                continue  # dropped or invalidated: its next request asks again
+            try:
+                model = train(state, key)
+            except Exception:  # a model that fails to train must not stop the trainer
+                logger.exception("sporal: training %s of project %d failed", key, project_id)
+                continue
+            with state.lock:
+                current = state.models.get(str(key))
+                if current is None or _covers(model.trained_on, current.trained_on):
+                    state.models[str(key)] = model
+                stale = not model.is_fresh(state)
+            with self._cond:
+                self.trainings += 1
+                self._cond.notify_all()
+            if stale:  # labels arrived while it trained: latest wins, train again
+                self._schedule(project_id, key)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._queue.clear()
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+
+def _covers(have: TrainingKey, target: TrainingKey) -> bool:
+    """A model trained on ``have`` is at least as new as one trained on ``target``.
+
+    Within one closure (``generation``) labels only add decided pairs, asserted labels and pool
+    pairs; a replaced closure is newer than everything before it.
+    """
+    if have.generation != target.generation:
+        return have.generation > target.generation
+    return all(h >= t for h, t in zip(have[1:], target[1:], strict=True))
+
+
+def _parse(name: str) -> ModelKey:
+    purpose, kind, source = name.split(":")
+    return ModelKey(purpose, kind, source == "closure")
