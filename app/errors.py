@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -22,10 +22,15 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from reasoning.closure import ContradictionError, ReasoningError
+
 __all__ = [
     "PROBLEMS",
     "PROBLEM_MEDIA_TYPE",
     "BulkContradiction",
+    "InternalError",
+    "MethodNotAllowed",
+    "NotFound",
     "ConcurrentChange",
     "Contradiction",
     "DatabaseBusy",
@@ -43,6 +48,7 @@ __all__ = [
     "Unauthorized",
     "UnknownConcepts",
     "UnknownStrategy",
+    "ValidationFailed",
     "install_error_handlers",
     "problem_body",
 ]
@@ -66,65 +72,18 @@ class ProblemKind:
         return f"/problems/{self.slug}"
 
 
-PROBLEMS: dict[str, ProblemKind] = {
-    kind.slug: kind
-    for kind in [
-        ProblemKind("validation-error", 422, "Invalid request",
-                    "The request does not match the schema: see `errors` for each location."),
-        ProblemKind("unknown-concept", 422, "Unknown concept",
-                    "A concept named in the request is not registered in the project: "
-                    "see `unknown_concepts`."),
-        ProblemKind("invalid-items", 422, "Invalid items",
-                    "Some items of the request cannot be accepted: see `errors`, one per "
-                    "offending item (its index and reason). Nothing of the request was stored."),
-        ProblemKind("invalid-label", 422, "Invalid label",
-                    "The label cannot be applied (e.g. a concept paired with itself)."),
-        ProblemKind("unknown-strategy", 422, "Unknown strategy",
-                    "The strategy is not one of the nine known names."),
-        ProblemKind("idempotency-key-reused", 422, "Idempotency key reused",
-                    "The Idempotency-Key was already used with another request body."),
-        ProblemKind("contradiction", 409, "Contradiction",
-                    "The label contradicts the asserted labels; `proof` lists the asserted "
-                    "labels that force the opposite label."),
-        ProblemKind("bulk-contradiction", 409, "Contradictions in bulk import",
-                    "Some labels of the import contradict others or the stored labels; "
-                    "`contradictions` lists each one with its proof. Nothing was stored."),
-        ProblemKind("idempotency-in-progress", 409, "Request still running",
-                    "A request with this Idempotency-Key is still being processed; retry later."),
-        ProblemKind("conflict", 409, "Concurrent change",
-                    "Another request changed the same data at the same time; retry."),
-        ProblemKind("project-not-found", 404, "Project not found", "No project has this id."),
-        ProblemKind("label-not-found", 404, "Label not found",
-                    "No live asserted label of this project has this id."),
-        ProblemKind("not-found", 404, "Not found", "No resource at this path."),
-        ProblemKind("method-not-allowed", 405, "Method not allowed",
-                    "The path exists but not with this method."),
-        ProblemKind("unauthorized", 401, "Missing or unknown API key",
-                    "Send the project's key or the admin key in the X-API-Key header."),
-        ProblemKind("forbidden", 403, "Key not valid for this resource",
-                    "The API key belongs to another project, or the route needs the admin key."),
-        ProblemKind("payload-too-large", 413, "Request body too large",
-                    "The body exceeds the configured limit (SPORAL_MAX_BODY_BYTES)."),
-        ProblemKind("database-busy", 503, "Database busy",
-                    "The database stayed locked longer than the busy timeout; retry."),
-        ProblemKind("model-not-ready", 503, "Model not trained yet",
-                    "`fresh=true` asked for a model trained on the current labels, and none was "
-                    "ready within SPORAL_FRESH_TIMEOUT; retry after `Retry-After` seconds, or "
-                    "ask without `fresh` to use the newest model that exists."),
-        ProblemKind("http-error", 400, "HTTP error", "A protocol-level error."),
-        ProblemKind("internal-error", 500, "Internal error",
-                    "An unexpected error; it was logged. Please report it."),
-    ]
-}
-
-
 class ServiceError(Exception):
-    """Base of the errors the service raises; ``slug`` names its :data:`PROBLEMS` entry.
+    """Base of the errors the service raises; each subclass is one documented kind.
 
-    Extra keyword arguments become members of the problem body (e.g. ``proof``).
+    A kind carries its ``slug`` (the end of its ``type``), ``status``, ``title`` and
+    ``description``; :data:`PROBLEMS` is derived from the classes. Extra keyword arguments
+    become members of the problem body (e.g. ``proof``).
     """
 
-    slug = "http-error"
+    slug: ClassVar[str] = "http-error"
+    status: ClassVar[int] = 400
+    title: ClassVar[str] = "HTTP error"
+    description: ClassVar[str] = "A protocol-level error."
 
     def __init__(self, detail: str, *, headers: Mapping[str, str] | None = None,
                  **members: Any) -> None:
@@ -138,22 +97,15 @@ class ServiceError(Exception):
         return PROBLEMS[self.slug]
 
 
-class ProjectNotFound(ServiceError):
-    slug = "project-not-found"
-
-    def __init__(self, project_id: int) -> None:
-        super().__init__(f"no project with id {project_id}")
-
-
-class LabelNotFound(ServiceError):
-    slug = "label-not-found"
-
-    def __init__(self, label_id: int, reason: str = "no such label in this project") -> None:
-        super().__init__(f"label {label_id}: {reason}")
+class ValidationFailed(ServiceError):
+    slug, status, title = "validation-error", 422, "Invalid request"
+    description = "The request does not match the schema: see `errors` for each location."
 
 
 class UnknownConcepts(ServiceError):
-    slug = "unknown-concept"
+    slug, status, title = "unknown-concept", 422, "Unknown concept"
+    description = ("A concept named in the request is not registered in the project: "
+                   "see `unknown_concepts`.")
 
     def __init__(self, names: Iterable[str], errors: list[dict[str, Any]] | None = None) -> None:
         unique = list(dict.fromkeys(names))
@@ -166,7 +118,9 @@ class UnknownConcepts(ServiceError):
 
 
 class InvalidItems(ServiceError):
-    slug = "invalid-items"
+    slug, status, title = "invalid-items", 422, "Invalid items"
+    description = ("Some items of the request cannot be accepted: see `errors`, one per "
+                   "offending item (its index and reason). Nothing of the request was stored.")
 
     def __init__(self, errors: list[dict[str, Any]], what: str = "items") -> None:
         super().__init__(f"{len(errors)} of the {what} cannot be accepted; nothing was stored",
@@ -174,46 +128,88 @@ class InvalidItems(ServiceError):
 
 
 class InvalidLabel(ServiceError):
-    slug = "invalid-label"
+    slug, status, title = "invalid-label", 422, "Invalid label"
+    description = "The label cannot be applied (e.g. a concept paired with itself)."
 
 
 class UnknownStrategy(ServiceError):
-    slug = "unknown-strategy"
+    slug, status, title = "unknown-strategy", 422, "Unknown strategy"
+    description = "The strategy is not one of the nine known names."
 
 
 class IdempotencyKeyReused(ServiceError):
-    slug = "idempotency-key-reused"
+    slug, status, title = "idempotency-key-reused", 422, "Idempotency key reused"
+    description = "The Idempotency-Key was already used with another request body."
 
 
 class Contradiction(ServiceError):
-    slug = "contradiction"
+    slug, status, title = "contradiction", 409, "Contradiction"
+    description = ("The label contradicts the asserted labels; `proof` lists the asserted "
+                   "labels that force the opposite label.")
 
 
 class BulkContradiction(ServiceError):
-    slug = "bulk-contradiction"
+    slug, status, title = "bulk-contradiction", 409, "Contradictions in bulk import"
+    description = ("Some labels of the import contradict others or the stored labels; "
+                   "`contradictions` lists each one with its proof. Nothing was stored.")
 
 
 class IdempotencyInProgress(ServiceError):
-    slug = "idempotency-in-progress"
+    slug, status, title = "idempotency-in-progress", 409, "Request still running"
+    description = "A request with this Idempotency-Key is still being processed; retry later."
 
     def __init__(self, key: str) -> None:
         super().__init__(f"a request with Idempotency-Key {key!r} is still running",
                          headers={"Retry-After": "1"})
 
 
+class ConcurrentChange(ServiceError):
+    slug, status, title = "conflict", 409, "Concurrent change"
+    description = "Another request changed the same data at the same time; retry."
+
+
+class ProjectNotFound(ServiceError):
+    slug, status, title = "project-not-found", 404, "Project not found"
+    description = "No project has this id."
+
+    def __init__(self, project_id: int) -> None:
+        super().__init__(f"no project with id {project_id}")
+
+
+class LabelNotFound(ServiceError):
+    slug, status, title = "label-not-found", 404, "Label not found"
+    description = "No live asserted label of this project has this id."
+
+    def __init__(self, label_id: int, reason: str = "no such label in this project") -> None:
+        super().__init__(f"label {label_id}: {reason}")
+
+
+class NotFound(ServiceError):
+    slug, status, title = "not-found", 404, "Not found"
+    description = "No resource at this path."
+
+
+class MethodNotAllowed(ServiceError):
+    slug, status, title = "method-not-allowed", 405, "Method not allowed"
+    description = "The path exists but not with this method."
+
+
 class Unauthorized(ServiceError):
-    slug = "unauthorized"
+    slug, status, title = "unauthorized", 401, "Missing or unknown API key"
+    description = "Send the project's key or the admin key in the X-API-Key header."
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail, headers={"WWW-Authenticate": 'APIKey header="X-API-Key"'})
 
 
 class Forbidden(ServiceError):
-    slug = "forbidden"
+    slug, status, title = "forbidden", 403, "Key not valid for this resource"
+    description = "The API key belongs to another project, or the route needs the admin key."
 
 
 class PayloadTooLarge(ServiceError):
-    slug = "payload-too-large"
+    slug, status, title = "payload-too-large", 413, "Request body too large"
+    description = "The body exceeds the configured limit (SPORAL_MAX_BODY_BYTES)."
 
     def __init__(self, size: str, max_bytes: int) -> None:
         # The rest of an oversized body is never read, so the connection cannot be reused.
@@ -221,23 +217,41 @@ class PayloadTooLarge(ServiceError):
                          headers={"Connection": "close"})
 
 
-class ConcurrentChange(ServiceError):
-    slug = "conflict"
+class DatabaseBusy(ServiceError):
+    slug, status, title = "database-busy", 503, "Database busy"
+    description = "The database stayed locked longer than the busy timeout; retry."
+
+    def __init__(self) -> None:
+        super().__init__("the database is busy; retry the request", headers={"Retry-After": "1"})
 
 
 class ModelNotReady(ServiceError):
-    slug = "model-not-ready"
+    slug, status, title = "model-not-ready", 503, "Model not trained yet"
+    description = ("`fresh=true` asked for a model trained on the current labels, and none was "
+                   "ready within SPORAL_FRESH_TIMEOUT; retry after `Retry-After` seconds, or "
+                   "ask without `fresh` to use the newest model that exists.")
 
     def __init__(self, name: str, waited: float) -> None:
         super().__init__(f"no {name} model trained on the current labels after {waited:g} s",
                          headers={"Retry-After": "1"})
 
 
-class DatabaseBusy(ServiceError):
-    slug = "database-busy"
+class InternalError(ServiceError):
+    slug, status, title = "internal-error", 500, "Internal error"
+    description = "An unexpected error; it was logged. Please report it."
 
-    def __init__(self) -> None:
-        super().__init__("the database is busy; retry the request", headers={"Retry-After": "1"})
+
+def _kinds(cls: type[ServiceError]) -> Iterator[type[ServiceError]]:
+    yield cls
+    for sub in cls.__subclasses__():
+        yield from _kinds(sub)
+
+
+PROBLEMS: dict[str, ProblemKind] = {
+    kind.slug: ProblemKind(kind.slug, kind.status, kind.title, kind.description)
+    for kind in _kinds(ServiceError)
+}
+"""Every documented kind of problem, by slug, derived from the error classes."""
 
 
 def _json_safe(value: Any) -> Any:
@@ -322,6 +336,13 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def _service_error(request: Request, exc: ServiceError) -> Response:
         return problem(exc.slug, exc.detail, request, headers=exc.headers, **exc.members)
+
+    @app.exception_handler(ReasoningError)
+    async def _reasoning_error(request: Request, exc: ReasoningError) -> Response:
+        # The services check labels before the core sees them; this is the safety net.
+        if isinstance(exc, ContradictionError):
+            return problem(Contradiction.slug, str(exc), request)
+        return problem(InvalidLabel.slug, str(exc), request)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> Response:

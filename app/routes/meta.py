@@ -9,17 +9,13 @@ from sqlalchemy import text
 
 from app import __version__
 from app.db import SessionDep
-from app.errors import PROBLEMS, ServiceError
+from app.errors import PROBLEMS, NotFound
 from app.routes.common import SettingsDep, problem_responses
 from app.schemas import Health
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["service"])
-
-
-class _UnknownProblem(ServiceError):
-    slug = "not-found"
 
 
 @router.get("/health", response_model=Health, responses=problem_responses(503))
@@ -35,6 +31,6 @@ def problem_type(slug: str) -> dict[str, Any]:
     """What a problem `type` of this service means."""
     kind = PROBLEMS.get(slug)
     if kind is None:
-        raise _UnknownProblem(f"no problem type {slug!r}")
+        raise NotFound(f"no problem type {slug!r}")
     return {"type": kind.type, "title": kind.title, "status": kind.status,
             "description": kind.description}
