@@ -9,6 +9,7 @@ from models.tables import (
     IdempotencyRecord,
     PoolPair,
     Project,
+    RefusedAnswer,
     Reservation,
     Suggestion,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "IdempotencyRecord",
     "PoolPair",
     "Project",
+    "RefusedAnswer",
     "Reservation",
     "Suggestion",
     "UTCDateTime",

@@ -33,6 +33,7 @@ __all__ = [
     "IdempotencyRecord",
     "PoolPair",
     "Project",
+    "RefusedAnswer",
     "Reservation",
     "Suggestion",
 ]
@@ -220,4 +221,25 @@ class IdempotencyRecord(Base):
     request_hash: Mapped[str] = mapped_column(String(64), nullable=False)
     status_code: Mapped[int] = mapped_column(Integer, nullable=False)
     response_body: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+
+class RefusedAnswer(Base):
+    """An answer refused as a contradiction (409): kept only to count each annotator's refusals."""
+
+    __tablename__ = "refused_answers"
+    __table_args__ = (Index("ix_refused_answers_project_id_annotator", "project_id", "annotator"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
+    )
+    a_id: Mapped[int] = mapped_column(
+        ForeignKey("concepts.id", ondelete="CASCADE"), nullable=False
+    )
+    b_id: Mapped[int] = mapped_column(
+        ForeignKey("concepts.id", ondelete="CASCADE"), nullable=False
+    )
+    positive: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    annotator: Mapped[str | None] = mapped_column(String(NAME_LENGTH), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)

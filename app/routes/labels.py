@@ -22,6 +22,7 @@ from app.schemas import (
 )
 from app.security import MAX_ID, ProjectIdPath, ProjectKeyDep
 from app.services import labels as service
+from app.services.annotators import counting_refusals
 from app.services.idempotency import Idempotency, InFlight, request_hash
 from app.services.projects import get_project
 from app.services.unit import ProjectWork
@@ -71,7 +72,8 @@ def post_label(body: LabelIn, work: WriteProject, request: Request, inflight: In
 
     A contradiction is 409 with `proof`: the asserted labels that force the opposite.
     """
-    return _once(service.post_label, "label", work, body, request, inflight, idempotency_key)
+    return _once(counting_refusals(service.post_label), "label", work, body, request, inflight,
+                 idempotency_key)
 
 
 @router.post("/bulk", status_code=201, response_model=BulkLabelsCreated,

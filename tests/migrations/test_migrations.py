@@ -18,7 +18,7 @@ from tests.api.databases import backend, postgres_database, require_postgres, sq
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = {"projects", "concepts", "pool_pairs", "asserted_labels", "closure_pairs",
-          "suggestions", "reservations", "idempotency_records"}
+          "suggestions", "reservations", "idempotency_records", "refused_answers"}
 
 
 @pytest.fixture
