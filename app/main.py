@@ -18,7 +18,7 @@ from app import __version__
 from app.db import Database
 from app.errors import install_error_handlers
 from app.middleware import BodySizeLimit
-from app.routes import concepts, export, labels, meta, pairs, projects, queries
+from app.routes import concepts, export, importing, labels, meta, pairs, projects, queries
 from app.routes.docs import install_docs
 from app.services.idempotency import InFlight
 from app.services.state import StateRegistry, warm_up
@@ -112,14 +112,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.trainer = trainer
     app.state.inflight = InFlight()
     install_error_handlers(app)
-    for module in (meta, projects, concepts, pairs, labels, queries, export):
+    for module in (meta, projects, concepts, pairs, labels, queries, export, importing):
         for name in ("admin_router", "router"):
             router = getattr(module, name, None)
             if router is not None:
                 app.include_router(router)
     _document_security(app, settings)
     install_docs(app)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes,
+                       streamed=importing.IMPORT_PATH,
+                       max_streamed_bytes=settings.max_import_bytes)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

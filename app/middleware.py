@@ -7,6 +7,8 @@ uploads). The accepted body is buffered and handed on unchanged.
 
 from __future__ import annotations
 
+import re
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.errors import PayloadTooLarge, ProblemResponse, problem_body
@@ -17,18 +19,32 @@ __all__ = ["BodySizeLimit"]
 class BodySizeLimit:
     """Refuse request bodies over ``max_bytes`` with a 413 problem."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, *, streamed: str | None = None,
+                 max_streamed_bytes: int = 0) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        # Paths matching ``streamed`` (the file import) are passed on unbuffered: their route
+        # reads the stream itself and counts it against ``max_streamed_bytes``.
+        self.streamed = re.compile(streamed) if streamed else None
+        self.max_streamed_bytes = max_streamed_bytes
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send, size: str) -> None:
-        error = PayloadTooLarge(size, self.max_bytes)
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, size: str,
+                      limit: int | None = None) -> None:
+        error = PayloadTooLarge(size, self.max_bytes if limit is None else limit)
         body = problem_body(error.slug, error.detail, scope.get("path"))
         response = ProblemResponse(body, status_code=error.kind.status, headers=error.headers)
         await response(scope, receive, send)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.streamed is not None and self.streamed.match(scope.get("path", "")):
+            declared = _declared(scope)
+            if declared > self.max_streamed_bytes:
+                await self._refuse(scope, receive, send, f"{declared} bytes",
+                                   self.max_streamed_bytes)
+                return
             await self.app(scope, receive, send)
             return
         for name, value in scope.get("headers", ()):
@@ -58,6 +74,17 @@ class BodySizeLimit:
         body = b"".join(chunks)
         await self.app(scope, _replay([{"type": "http.request", "body": body,
                                         "more_body": False}], receive), send)
+
+
+def _declared(scope: Scope) -> int:
+    """The request's ``Content-Length`` (-1 when absent or unreadable)."""
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return -1
+    return -1
 
 
 def _replay(messages: list[Message], receive: Receive) -> Receive:

@@ -46,6 +46,10 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=64 * 1024 * 1024, gt=0, description="Larger request bodies are refused with 413."
     )
+    max_import_bytes: int = Field(
+        default=2 * 1024**3, gt=0, description="Largest file POST .../import accepts (streamed, "
+        "so exempt from max_body_bytes)."
+    )
     sqlite_busy_timeout_ms: int = Field(
         default=30_000, ge=0, description="How long a SQLite writer waits for the write lock."
     )

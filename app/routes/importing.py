@@ -1,0 +1,85 @@
+"""``/projects/{pid}/import``: a JSON Lines or CSV file, streamed, validated whole, then written.
+
+The body is spooled to a temporary file as it arrives (no lock is held meanwhile), under its
+own size limit ``SPORAL_MAX_IMPORT_BYTES`` instead of ``SPORAL_MAX_BODY_BYTES``; then the
+import reads it twice (:mod:`app.services.importing`): to validate, then to write.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from typing import IO, Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from starlette.concurrency import run_in_threadpool
+
+from app.errors import PayloadTooLarge
+from app.routes.common import problem_responses
+from app.security import ProjectIdPath, ProjectKeyDep
+from app.services.importing import ImportSummary, file_source, import_source
+from app.services.unit import ProjectWork, open_project
+
+__all__ = ["router", "IMPORT_PATH"]
+
+IMPORT_PATH = r"^/projects/[^/]+/import/?$"
+"""The paths whose bodies stream under SPORAL_MAX_IMPORT_BYTES (see app.middleware)."""
+
+SPOOL_IN_MEMORY = 8 * 1024 * 1024
+
+router = APIRouter(prefix="/projects/{project_id}", tags=["import"],
+                   dependencies=[ProjectKeyDep],
+                   responses=problem_responses(401, 403, 404, 409, 413, 422, 503))
+
+Format = Annotated[Literal["jsonl", "csv"] | None, Query(
+    description="The file's format (docs/formats.md); default from the Content-Type: "
+    "text/csv is CSV, anything else JSON Lines.")]
+
+
+def _run(app_state: Any, project_id: int, spool: IO[bytes],
+         fmt: Literal["jsonl", "csv"]) -> ImportSummary:
+    def reopen() -> _Unclosed:
+        spool.seek(0)
+        return _Unclosed(spool)
+
+    with app_state.database.sessions() as session, open_project(
+            ProjectWork, session, app_state.reasoning, app_state.trainer, project_id,
+            fresh_timeout=app_state.settings.fresh_timeout) as work:
+        return import_source(work, file_source(reopen, fmt))
+
+
+class _Unclosed:
+    """The spooled file for one pass: closing it only rewinds (the route closes it)."""
+
+    def __init__(self, spool: IO[bytes]) -> None:
+        self.spool = spool
+
+    def __enter__(self) -> IO[bytes]:
+        return self.spool
+
+    def __exit__(self, *exc: object) -> None:
+        self.spool.seek(0)
+
+
+@router.post("/import", response_model=ImportSummary, openapi_extra={"requestBody": {
+    "required": True, "content": {
+        "application/jsonl": {"schema": {"type": "string"}},
+        "text/csv": {"schema": {"type": "string"}}}}})
+async def import_file(project_id: ProjectIdPath, request: Request,
+                      format: Format = None) -> ImportSummary:
+    """Import concepts, pool pairs and labels from a JSON Lines or CSV file (docs/formats.md).
+
+    Every record is validated before anything is written; a file with bad lines is refused
+    (422 `invalid-items`, each bad line with its number) and nothing is stored. Exempt from
+    SPORAL_MAX_BODY_BYTES; limited by SPORAL_MAX_IMPORT_BYTES.
+    """
+    limit: int = request.app.state.settings.max_import_bytes
+    fmt: Literal["jsonl", "csv"] = format or (
+        "csv" if request.headers.get("content-type", "").startswith("text/csv") else "jsonl")
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY) as spool:
+        received = 0
+        async for chunk in request.stream():
+            received += len(chunk)
+            if received > limit:
+                raise PayloadTooLarge(f"more than {limit} bytes", limit)
+            spool.write(chunk)
+        return await run_in_threadpool(_run, request.app.state, project_id, spool, fmt)

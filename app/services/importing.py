@@ -1,0 +1,498 @@
+"""Importing a file into a project: validate every record first, then write in batches.
+
+The formats are those of ``docs/formats.md``: JSON Lines records (``project``, ``concept``,
+``pair``, ``label``, ``retract``), a CSV file of one kind, or an AL-CPL domain folder.
+
+A *source* is a callable that returns a fresh iterator of ``(line, record or reason)`` each
+time it is called: the import reads it twice, once to validate everything (nothing written, no
+write lock held, every bad line listed), once to write through the same services as the JSON
+routes (concepts, pairs, bulk labels, retractions), in batches of :data:`BATCH` records so that
+no request-size limit applies. Neither pass holds the file in memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from app.errors import InvalidItems
+from app.schemas import (
+    BulkLabels,
+    ConceptIn,
+    Description,
+    LabelIn,
+    Name,
+    PairIn,
+    PredictionModelName,
+)
+from app.services.concepts import add_concepts
+from app.services.labels import post_bulk, retract_label
+from app.services.pairs import add_pairs
+from app.services.unit import ProjectView, ProjectWork
+from models import Project
+from reasoning.closure import Closure, ContradictionError
+from reasoning.data import load_domain
+
+__all__ = [
+    "BATCH",
+    "MAX_LISTED_ERRORS",
+    "ImportSummary",
+    "PairRef",
+    "ProjectSettings",
+    "Record",
+    "Source",
+    "al_cpl_records",
+    "al_cpl_source",
+    "csv_records",
+    "file_source",
+    "import_source",
+    "jsonl_records",
+    "record_json",
+    "validate",
+]
+
+BATCH = 10_000
+"""Most records written by one service call (one short write transaction)."""
+MAX_LISTED_ERRORS = 1_000
+"""Most bad lines named in one refusal (the count says how many there were)."""
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ProjectSettings(_Record):
+    """The ``project`` record: settings applied to the target project (not its name)."""
+
+    name: Name | None = None
+    description: Description | None = None
+    prediction_model: PredictionModelName | None = None
+    feature_length: int | None = Field(default=None, ge=1)
+
+
+class PairRef(_Record):
+    """The ``retract`` record: the live label on ``(a, b)`` is retracted."""
+
+    a: Name
+    b: Name
+
+
+Kind = Literal["project", "concept", "pair", "label", "retract"]
+Item = ProjectSettings | ConceptIn | PairIn | LabelIn | PairRef
+_MODELS: dict[str, type[BaseModel]] = {
+    "project": ProjectSettings, "concept": ConceptIn, "pair": PairIn, "label": LabelIn,
+    "retract": PairRef,
+}
+_LATER = {"link": "link records are not supported by this version",
+          "text": "concept texts are not supported by this version"}
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record of a file: its first line number, its kind and its validated fields."""
+
+    line: int
+    kind: Kind
+    item: Item
+
+
+Parsed = Iterator[tuple[int, Record | str]]
+"""``(line, record)`` for a good record, ``(line, reason)`` for a bad one."""
+Source = Callable[[], Parsed]
+
+
+class ImportSummary(BaseModel):
+    """What an import wrote, per kind: new items and items that were already there."""
+
+    concepts_created: int = 0
+    concepts_known: int = 0
+    pairs_created: int = 0
+    pairs_unchanged: int = 0
+    labels_created: int = 0
+    labels_unchanged: int = 0
+    labels_retracted: int = 0
+    records: int = 0
+
+
+def _reason(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"])
+        parts.append(f"{where}: {item['msg']}" if where else item["msg"])
+    return "; ".join(parts)
+
+
+def _item(kind: str, fields: dict[str, Any]) -> Item | str:
+    model = _MODELS.get(kind)
+    if model is None:
+        return _LATER.get(kind, f"unknown kind {kind!r} (want one of {', '.join(_MODELS)})")
+    if kind == "concept" and "text" in fields:
+        return _LATER["text"]
+    if kind == "pair" and "features" not in fields:
+        return "pair records need features in this version"
+    try:
+        item: Item = model.model_validate(fields)  # type: ignore[assignment]
+    except ValidationError as exc:
+        return _reason(exc)
+    return item
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+# ---------------------------------------------------------------------------- parsers
+def jsonl_records(lines: Iterable[bytes]) -> Parsed:
+    """The records of a JSON Lines byte stream, one per non-blank line."""
+    for line, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw.decode("utf-8-sig" if line == 1 else "utf-8"),
+                               parse_constant=_refuse_constant)
+        except UnicodeDecodeError as exc:
+            yield line, f"not UTF-8: {exc.reason} at byte {exc.start}"
+            continue
+        except ValueError as exc:
+            yield line, f"not JSON: {exc}"
+            continue
+        if not isinstance(value, dict) or not isinstance(value.get("kind"), str):
+            yield line, 'want a JSON object with a "kind"'
+            continue
+        kind = value.pop("kind")
+        item = _item(kind, value)
+        yield (line, item) if isinstance(item, str) else (line, Record(line, kind, item))
+
+
+def _csv_kind(header: list[str]) -> tuple[Kind, list[str]] | str:
+    if header in (["name"], ["name", "description"]):
+        return "concept", header
+    if header[:3] == ["a", "b", "label"] and header[3:] in ([], ["annotator"]):
+        return "label", header
+    if header[:2] == ["a", "b"] and len(header) > 2:
+        if len(set(header)) != len(header):
+            return "duplicate column names"
+        return "pair", header
+    return ("unknown header: want name[,description], a,b,label[,annotator], or a,b and one "
+            "column per feature")
+
+
+def _csv_item(kind: Kind, header: list[str], row: list[str]) -> Item | str:
+    if len(row) != len(header):
+        return f"{len(row)} cells, the header has {len(header)}"
+    if kind == "pair":
+        features: list[float] = []
+        for column, cell in zip(header[2:], row[2:], strict=True):
+            try:
+                value = float(cell)
+            except ValueError:
+                return f"column {column!r}: {cell!r} is not a number"
+            if not math.isfinite(value):
+                return f"column {column!r}: {cell!r} is not finite"
+            features.append(value)
+        return _item(kind, {"a": row[0], "b": row[1], "features": features})
+    fields = {column: (cell if cell != "" or column in ("name", "a", "b", "label") else None)
+              for column, cell in zip(header, row, strict=True)}
+    return _item(kind, fields)
+
+
+def csv_records(text: Iterable[str]) -> Parsed:
+    """The records of a CSV text stream (opened with ``newline=""``); the header names them."""
+    reader = csv.reader(iter(text))
+    first = 1
+    try:
+        header = next(reader)
+    except StopIteration:
+        return
+    except (csv.Error, UnicodeDecodeError) as exc:
+        yield 1, f"not CSV: {exc}"
+        return
+    kind = _csv_kind([h.lstrip("\ufeff") for h in header])
+    if isinstance(kind, str):
+        yield 1, kind
+        return
+    first = reader.line_num + 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except (csv.Error, UnicodeDecodeError) as exc:
+            yield first, f"not CSV: {exc}"
+            return
+        line, first = first, reader.line_num + 1
+        if not row:
+            continue
+        item = _csv_item(kind[0], kind[1], row)
+        yield (line, item) if isinstance(item, str) else (line, Record(line, kind[0], item))
+
+
+def file_source(open_file: Callable[[], AbstractContextManager[IO[bytes]]],
+                fmt: Literal["csv", "jsonl"]) -> Source:
+    """A source reading a binary file from its start on each pass (``open_file`` opens it)."""
+
+    def records() -> Parsed:
+        with open_file() as handle:
+            if fmt == "jsonl":
+                yield from jsonl_records(handle)
+            else:
+                text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
+                try:
+                    yield from csv_records(text)
+                finally:
+                    text.detach()
+
+    return records
+
+
+def al_cpl_records(folder: str | Path, domain: str, *, with_labels: bool) -> Iterator[Record]:
+    """An AL-CPL domain as records: its concepts, every row as a pool pair, and its labels.
+
+    A row ``A,B`` is the pair ``(B, A)`` (B is a prerequisite of A when its label is 1; read
+    by :func:`reasoning.data.load_domain`).
+    """
+    data = load_domain(folder, domain)
+    line = 0
+    for name in data.concepts:
+        line += 1
+        yield Record(line, "concept", ConceptIn(name=name))
+    for (a, b), features in zip(data.pairs, data.features, strict=True):
+        line += 1
+        yield Record(line, "pair", PairIn(a=a, b=b, features=features.tolist()))
+    if with_labels:
+        for (a, b), positive in zip(data.pairs, data.labels, strict=True):
+            line += 1
+            yield Record(line, "label", LabelIn(a=a, b=b, label="positive" if positive
+                                                else "negative"))
+
+
+def al_cpl_source(folder: str | Path, domain: str, *, with_labels: bool) -> Source:
+    """:func:`al_cpl_records` as a source (the domain is read once, kept for both passes)."""
+    records = list(al_cpl_records(folder, domain, with_labels=with_labels))
+
+    def source() -> Parsed:
+        return ((r.line, r) for r in records)
+
+    return source
+
+
+def record_json(record: Record) -> str:
+    """One JSON Lines line (without its newline) for ``record``."""
+    fields = record.item.model_dump(mode="json", exclude_none=True)
+    return json.dumps({"kind": record.kind, **fields}, ensure_ascii=False,
+                      separators=(",", ":"))
+
+
+# ---------------------------------------------------------------------------- validation
+def _digest(features: list[float]) -> bytes:
+    return hashlib.blake2b(np.asarray(features, dtype="<f8").tobytes(), digest_size=16).digest()
+
+
+class _Validator:
+    """Every check the writes would make, on a copy of the project's names, pool and closure.
+
+    Concepts new to the project enter the closure copy under their names (the project's own
+    under their ids), so labels between new concepts are closed like the others.
+    """
+
+    def __init__(self, view: ProjectView) -> None:
+        state = view.state
+        self.state = state
+        self.new: set[str] = set()
+        self.feature_length = view.project.feature_length
+        self.pool_digest: dict[tuple[str, str], bytes] = {}
+        self.closure: Closure = state.closure.copy()
+        self.live: set[tuple[Any, Any]] = set(state.closure.asserted)
+        self.errors: list[dict[str, Any]] = []
+        self.count = 0
+        self.records = 0
+        self.seen_project = False
+
+    def fail(self, line: int, reason: str) -> None:
+        self.count += 1
+        if len(self.errors) < MAX_LISTED_ERRORS:
+            self.errors.append({"line": line, "reason": reason})
+
+    def key(self, name: str) -> Any:
+        return self.state.id_of.get(name, name)
+
+    def known(self, *names: str) -> str | None:
+        missing = [n for n in names if n not in self.state.id_of and n not in self.new]
+        return "unknown concept " + ", ".join(repr(m) for m in missing) if missing else None
+
+    def check(self, record: Record) -> str | None:
+        item = record.item
+        if isinstance(item, ProjectSettings):
+            if self.seen_project or self.records > 1:
+                return "a project record must be the first line, and the only one"
+            self.seen_project = True
+            if item.feature_length is not None and self.feature_length is not None \
+                    and item.feature_length != self.feature_length:
+                return f"feature_length {item.feature_length}, the project has " \
+                       f"{self.feature_length}"
+            return None
+        if isinstance(item, ConceptIn):
+            if item.name not in self.state.id_of and item.name not in self.new:
+                self.new.add(item.name)
+                self.closure.add_concept(item.name)
+            return None
+        assert isinstance(item, PairIn | LabelIn | PairRef)
+        missing = self.known(item.a, item.b)
+        if missing:
+            return missing
+        if item.a == item.b:
+            return "a pair needs two different concepts"
+        if isinstance(item, PairIn):
+            return self.pair(item)
+        if isinstance(item, LabelIn):
+            return self.label(item)
+        return self.retract(item)
+
+    def pair(self, item: PairIn) -> str | None:
+        if self.feature_length is None:
+            self.feature_length = len(item.features)
+        if len(item.features) != self.feature_length:
+            return f"{len(item.features)} features, the project has {self.feature_length}"
+        ids = (self.state.id_of.get(item.a), self.state.id_of.get(item.b))
+        row = self.state.pool.row_of.get(ids) if None not in ids else None  # type: ignore[arg-type]
+        digest = _digest(item.features)
+        known = _digest(self.state.pool.features[row].tolist()) if row is not None \
+            else self.pool_digest.get((item.a, item.b))
+        if known is not None and known != digest:
+            return "already registered with other features"
+        if known is None:
+            self.pool_digest[(item.a, item.b)] = digest
+        return None
+
+    def label(self, item: LabelIn) -> str | None:
+        a, b = self.key(item.a), self.key(item.b)
+        status = self.closure.status(a, b)
+        if status.asserted and status.value == item.positive:
+            return None
+        try:
+            self.closure.add_label(a, b, item.positive)
+        except ContradictionError as exc:
+            name: dict[Any, str] = self.state.name_of
+            cited = ", ".join(
+                f"({name.get(p.a, p.a)}, {name.get(p.b, p.b)}) "
+                f"{'positive' if p.positive else 'negative'}" for p in exc.proof.labels)
+            return f"contradicts the labels {cited}"
+        self.live.add((a, b))
+        return None
+
+    def retract(self, item: PairRef) -> str | None:
+        a, b = self.key(item.a), self.key(item.b)
+        if (a, b) not in self.live:
+            return "no live label on this pair to retract"
+        self.live.discard((a, b))
+        self.closure = self.closure.retract(a, b)
+        return None
+
+    def run(self, source: Source) -> None:
+        for line, parsed in source():
+            self.records += 1
+            if isinstance(parsed, str):
+                self.fail(line, parsed)
+                continue
+            reason = self.check(parsed)
+            if reason is not None:
+                self.fail(line, reason)
+
+
+def validate(view: ProjectView, source: Source) -> int:
+    """Check every record of ``source`` against the project; the number of records.
+
+    Raises :class:`InvalidItems` listing each bad line (``{"line", "reason"}``, the first
+    :data:`MAX_LISTED_ERRORS`); the project is not changed either way.
+    """
+    checker = _Validator(view)
+    view.session.rollback()  # no read transaction stays open during a long validation
+    checker.run(source)
+    if checker.count:
+        error = InvalidItems(checker.errors, "lines of the file")
+        error.members["invalid_lines"] = checker.count
+        raise error
+    return checker.records
+
+
+# ---------------------------------------------------------------------------- writing
+def _apply_settings(work: ProjectWork, item: ProjectSettings) -> None:
+    changes = item.model_dump(include={"description", "prediction_model"}, exclude_none=True)
+    if not changes:
+        return
+
+    def store(work: ProjectWork, project: Project, plan: None) -> None:
+        for field, value in changes.items():
+            setattr(project, field, value)
+        project.version += 1  # other processes drop their trained models
+
+    work.write(lambda work: None, store)
+
+
+def _write_batch(work: ProjectWork, kind: Kind, items: list[Any], summary: ImportSummary) -> None:
+    if kind == "project":
+        for item in items:
+            _apply_settings(work, item)
+    elif kind == "concept":
+        created, stored = add_concepts(work, items)
+        summary.concepts_created += created
+        summary.concepts_known += len(stored) - created
+    elif kind == "pair":
+        pairs = add_pairs(work, items)
+        summary.pairs_created += pairs.created
+        summary.pairs_unchanged += pairs.unchanged
+    elif kind == "label":
+        _, body = post_bulk(work, BulkLabels(labels=items))
+        summary.labels_created += body["created"]
+        summary.labels_unchanged += body["unchanged"]
+    else:
+        state = work.state
+        for item in items:
+            live = state.labels[(state.id_of[item.a], state.id_of[item.b])]
+            retract_label(work, live.id)
+            summary.labels_retracted += 1
+
+
+def _write(work: ProjectWork, source: Source, progress: Callable[[int], None] | None
+           ) -> ImportSummary:
+    summary = ImportSummary()
+    kind: Kind | None = None
+    batch: list[Any] = []
+    for _, parsed in source():
+        assert isinstance(parsed, Record)  # validated
+        summary.records += 1
+        if batch and (parsed.kind != kind or len(batch) >= BATCH):
+            assert kind is not None
+            _write_batch(work, kind, batch, summary)
+            if progress is not None:
+                progress(len(batch))
+            batch = []
+        kind = parsed.kind
+        batch.append(parsed.item)
+    if batch and kind is not None:
+        _write_batch(work, kind, batch, summary)
+        if progress is not None:
+            progress(len(batch))
+    return summary
+
+
+def import_source(work: ProjectWork, source: Source, *,
+                  progress: Callable[[int], None] | None = None) -> ImportSummary:
+    """Validate every record of ``source``, then write them all in file order.
+
+    Raises :class:`InvalidItems` (every bad line) before anything is written. ``progress``
+    is called with the number of records of each batch written.
+    """
+    validate(work, source)
+    return _write(work, source, progress)
