@@ -1,0 +1,37 @@
+"""``/projects/{pid}/annotators``: how many questions each annotator answered."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from app.db import SessionDep
+from app.routes.common import problem_responses
+from app.security import ProjectIdPath, ProjectKeyDep
+from app.services.annotators import annotator_counts
+from app.services.projects import get_project
+
+__all__ = ["AnnotatorCounts", "AnnotatorPage", "router"]
+
+router = APIRouter(prefix="/projects/{project_id}/annotators", tags=["annotators"],
+                   dependencies=[ProjectKeyDep],
+                   responses=problem_responses(401, 403, 404, 422, 503))
+
+
+class AnnotatorCounts(BaseModel):
+    annotator: str | None = Field(description="null: labels posted without an annotator.")
+    answered: int = Field(description="accepted + retracted + refused.")
+    accepted: int = Field(description="Labels asserted and still live.")
+    retracted: int = Field(description="Labels asserted, retracted since.")
+    refused: int = Field(description="Answers refused as contradictions (409).")
+
+
+class AnnotatorPage(BaseModel):
+    items: list[AnnotatorCounts]
+
+
+@router.get("", response_model=AnnotatorPage)
+def annotators(project_id: ProjectIdPath, session: SessionDep) -> AnnotatorPage:
+    """Every annotator of the project with the answers it gave, accepted and refused."""
+    get_project(session, project_id)
+    return AnnotatorPage.model_validate({"items": annotator_counts(session, project_id)})
