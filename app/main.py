@@ -20,6 +20,7 @@ from app.errors import install_error_handlers
 from app.middleware import BodySizeLimit
 from app.routes import concepts, export, importing, labels, meta, pairs, projects, queries
 from app.routes.docs import install_docs
+from app.routes.ui import install_ui
 from app.services.idempotency import InFlight
 from app.services.state import StateRegistry, warm_up
 from app.services.training import Trainer
@@ -119,6 +120,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 app.include_router(router)
     _document_security(app, settings)
     install_docs(app)
+    install_ui(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes,
                        streamed=importing.IMPORT_PATH,
                        max_streamed_bytes=settings.max_import_bytes)

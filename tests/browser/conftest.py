@@ -1,0 +1,111 @@
+"""Fixtures of the browser tests: one `sporal serve`, Debian's headless Chromium, screenshots.
+
+Playwright for Python drives the system's Chromium (``apt-get install chromium``); it never
+downloads a browser. The screenshots of each view go to ``$SPORAL_SCREENSHOTS`` (default: a
+temporary folder), whose path the end of the pytest run prints.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from benchmarks.serving import Server
+
+CALCULUS = ["limit", "derivative", "integral", "series"]
+CALCULUS_POOL = [("limit", "derivative", [0.9, 0.2]), ("derivative", "integral", [0.8, 0.3]),
+                 ("limit", "integral", [0.7, 0.5]), ("integral", "limit", [0.1, 0.5]),
+                 ("series", "limit", [0.2, 0.9]), ("limit", "series", [0.6, 0.4])]
+# The README's example order: limit before derivative before integral, and before series.
+CALCULUS_TRUTH = {("limit", "derivative"), ("derivative", "integral"), ("limit", "integral"),
+                  ("limit", "series")}
+
+_shots: list[Path] = []
+
+
+def chromium_path() -> str:
+    path = shutil.which("chromium")
+    if path is None:
+        pytest.skip("Debian's chromium is not on PATH (apt-get install chromium)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def screenshots() -> Path:
+    folder = Path(os.environ.get("SPORAL_SCREENSHOTS") or tempfile.mkdtemp(prefix="sporal-ui-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    _shots.append(folder)
+    return folder
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for folder in _shots:
+        terminalreporter.write_line(f"browser screenshots: {folder}")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("ui-server")
+    with Server(f"sqlite:///{folder / 'sporal.db'}", folder) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    executable = chromium_path()
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def api(server: Server) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.base_url, timeout=60) as client:
+        yield client
+
+
+def calculus_project(api: httpx.Client) -> int:
+    """The README's calculus project: four concepts (with descriptions), six pool pairs."""
+    pid = int(api.post("/projects", json={"name": "calculus"}).json()["id"])
+    concepts = [{"name": c, "description": f"the {c} of a function"} for c in CALCULUS]
+    api.post(f"/projects/{pid}/concepts", json={"concepts": concepts}).raise_for_status()
+    pairs = [{"a": a, "b": b, "features": f} for a, b, f in CALCULUS_POOL]
+    api.post(f"/projects/{pid}/pairs", json={"pairs": pairs}).raise_for_status()
+    return pid
+
+
+def _expect(locator: Any) -> Any:
+    from playwright.sync_api import expect  # here: the default suite runs without playwright
+
+    return expect(locator)
+
+
+def open_ui(page: Any, base_url: str, pid: int, annotator: str, *, question: bool = True) -> None:
+    """Open /ui/ and the project by keyboard alone (type, Tab, type, Enter); wait for a question."""
+    page.goto(f"{base_url}/ui/")
+    page.keyboard.type(str(pid))  # the project id field has the focus
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    page.keyboard.type(annotator)
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#connect-status >> text=labeling as")
+    if question:
+        _expect(page.locator("#question")).not_to_have_attribute("data-pair", "")
+
+
+def shown_pair(page: Any) -> tuple[str, str]:
+    return page.inner_text("#qa"), page.inner_text("#qb")
+
+
+def wait_for_other_question(page: Any, before: str) -> None:
+    # Playwright's locator assertions, not wait_for_function: the page's CSP forbids eval.
+    _expect(page.locator("#question")).not_to_have_attribute("data-pair", before)
