@@ -71,6 +71,47 @@ def simulate(
                    model_lag=model_lag)
 
 
+@cli.command("import")
+def import_data(
+    project: Annotated[str, typer.Option(help="The project: created, or the one of this name.")],
+    al_cpl: Annotated[Path | None, typer.Option(
+        "--al-cpl", help="An AL-CPL folder (DOMAIN.pairs / DOMAIN.features).")] = None,
+    domain: Annotated[str | None, typer.Option(help="The AL-CPL domain to import.")] = None,
+    with_labels: Annotated[bool, typer.Option(
+        "--with-labels", help="AL-CPL: also assert each row's true label.")] = False,
+    file: Annotated[Path | None, typer.Option(
+        help="A JSON Lines or CSV file (docs/formats.md).")] = None,
+    format: Annotated[str | None, typer.Option(
+        "--format", help="jsonl or csv (default: from the file's suffix).")] = None,
+    url: Annotated[str | None, typer.Option(
+        help="A running service; default: in-process against SPORAL_DATABASE_URL.")] = None,
+    api_key: Annotated[str | None, typer.Option(
+        envvar="SPORAL_API_KEY", help="X-API-Key for --url (admin or the project's).")] = None,
+) -> None:
+    """Import concepts, the pool and labels from a file or an AL-CPL domain (validated first)."""
+    import json
+
+    from app.importer import ImportFailed, import_local, import_remote, local_source
+    from app.settings import get_settings
+
+    try:
+        if url is not None:
+            pid, key, summary = import_remote(url, api_key, project, al_cpl=al_cpl,
+                                              domain=domain, with_labels=with_labels,
+                                              file=file, fmt=format)
+        else:
+            source = local_source(al_cpl=al_cpl, domain=domain, with_labels=with_labels,
+                                  file=file, fmt=format)
+            pid, key, result = import_local(get_settings(), project, source)
+            summary = result.model_dump()
+    except ImportFailed as exc:
+        typer.echo(f"sporal import: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if key is not None:
+        typer.echo(f"created project {pid}; its api_key (shown once): {key}", err=True)
+    typer.echo(json.dumps({"project": pid, **summary}))
+
+
 def main() -> None:
     cli()
 

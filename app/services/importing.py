@@ -49,6 +49,7 @@ __all__ = [
     "MAX_LISTED_ERRORS",
     "ImportSummary",
     "PairRef",
+    "Progress",
     "ProjectSettings",
     "Record",
     "Source",
@@ -464,7 +465,11 @@ def _write_batch(work: ProjectWork, kind: Kind, items: list[Any], summary: Impor
             summary.labels_retracted += 1
 
 
-def _write(work: ProjectWork, source: Source, progress: Callable[[int], None] | None
+Progress = Callable[[int, int], None]
+"""Called after each batch written with ``(records in the batch, records in the file)``."""
+
+
+def _write(work: ProjectWork, source: Source, total: int, progress: Progress | None
            ) -> ImportSummary:
     summary = ImportSummary()
     kind: Kind | None = None
@@ -476,23 +481,22 @@ def _write(work: ProjectWork, source: Source, progress: Callable[[int], None] | 
             assert kind is not None
             _write_batch(work, kind, batch, summary)
             if progress is not None:
-                progress(len(batch))
+                progress(len(batch), total)
             batch = []
         kind = parsed.kind
         batch.append(parsed.item)
     if batch and kind is not None:
         _write_batch(work, kind, batch, summary)
         if progress is not None:
-            progress(len(batch))
+            progress(len(batch), total)
     return summary
 
 
 def import_source(work: ProjectWork, source: Source, *,
-                  progress: Callable[[int], None] | None = None) -> ImportSummary:
+                  progress: Progress | None = None) -> ImportSummary:
     """Validate every record of ``source``, then write them all in file order.
 
-    Raises :class:`InvalidItems` (every bad line) before anything is written. ``progress``
-    is called with the number of records of each batch written.
+    Raises :class:`InvalidItems` (every bad line) before anything is written.
     """
-    validate(work, source)
-    return _write(work, source, progress)
+    total = validate(work, source)
+    return _write(work, source, total, progress)

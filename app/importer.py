@@ -1,0 +1,229 @@
+"""``sporal import``: a file or an AL-CPL domain into a project, in-process or over HTTP.
+
+In-process (no ``--url``) it runs the same service code as ``POST /projects/{pid}/import``
+against the database at ``SPORAL_DATABASE_URL``; with ``--url`` it streams the file (an AL-CPL
+domain as JSON Lines) to that route of a running service. Either way the project is created,
+or the one project of that name is adopted.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from sqlalchemy import select
+from tqdm import tqdm
+
+from app.errors import ServiceError
+from app.schemas import ProjectCreate
+from app.services.importing import (
+    ImportSummary,
+    Source,
+    al_cpl_records,
+    al_cpl_source,
+    file_source,
+    import_source,
+    record_json,
+)
+from app.settings import Settings
+from models import Project
+
+__all__ = ["ImportFailed", "import_local", "import_remote", "file_format"]
+
+LARGE = 1024 * 1024
+"""Files at least this large get a progress bar over their bytes."""
+CHUNK = 1024 * 1024
+
+
+class ImportFailed(Exception):
+    """The import was refused; the message says why (every bad line, for a bad file)."""
+
+
+def file_format(path: Path, given: str | None) -> Literal["csv", "jsonl"]:
+    """The format named, or the one the file's suffix says (``.csv``; anything else JSONL)."""
+    if given in ("csv", "jsonl"):
+        return given  # type: ignore[return-value]
+    return "csv" if path.suffix.lower() == ".csv" else "jsonl"
+
+
+class _Counted(io.RawIOBase):
+    """A raw file whose reads advance a progress bar."""
+
+    def __init__(self, raw: IO[bytes], bar: tqdm[Any]) -> None:
+        self.raw, self.bar = raw, bar
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n: int = self.raw.readinto(buffer)  # type: ignore[attr-defined]
+        self.bar.update(n)
+        return n
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+def _opener(path: Path, desc: str) -> Callable[[], AbstractContextManager[IO[bytes]]]:
+    size = path.stat().st_size
+
+    @contextmanager
+    def open_file() -> Iterator[IO[bytes]]:
+        with tqdm(total=size, unit="B", unit_scale=True, desc=desc,
+                  disable=size < LARGE) as bar:
+            with io.BufferedReader(_Counted(path.open("rb", buffering=0), bar)) as handle:
+                yield handle
+
+    return open_file
+
+
+def _describe(error: ServiceError) -> str:
+    lines = [error.detail]
+    for item in error.members.get("errors", [])[:50]:
+        where = f"line {item['line']}" if "line" in item else f"item {item.get('index')}"
+        lines.append(f"  {where}: {item.get('reason') or item}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- in-process
+def _project_in(session: Any, name: str, settings: Settings) -> tuple[int, str | None]:
+    from app.services.projects import create_project
+
+    ids = list(session.scalars(select(Project.id).where(Project.name == name)))
+    session.rollback()
+    if len(ids) > 1:
+        raise ImportFailed(f"{len(ids)} projects are named {name!r}; rename one first")
+    if ids:
+        return ids[0], None
+    project, key = create_project(session, ProjectCreate(name=name),
+                                  settings.default_prediction_model)
+    return project.id, key
+
+
+def import_local(settings: Settings, project: str, source: Source
+                 ) -> tuple[int, str | None, ImportSummary]:
+    """Import ``source`` into the project named ``project`` of the configured database.
+
+    Returns the project id, its new key (when it was created here, else None) and the summary.
+    """
+    from app.db import Database, migrate
+    from app.services.state import StateRegistry
+    from app.services.training import Trainer
+    from app.services.unit import ProjectWork, open_project
+
+    migrate(settings.database_url)
+    database = Database(settings.database_url, settings)
+    registry = StateRegistry()
+    trainer = Trainer(registry)
+    try:
+        with database.sessions() as session:
+            pid, key = _project_in(session, project, settings)
+            with open_project(ProjectWork, session, registry, trainer, pid,
+                              fresh_timeout=settings.fresh_timeout) as work, \
+                    tqdm(unit="records", desc="writing", disable=None) as bar:
+                def progress(done: int, total: int) -> None:
+                    bar.total = total
+                    bar.update(done)
+
+                try:
+                    summary = import_source(work, source, progress=progress)
+                except ServiceError as exc:
+                    raise ImportFailed(_describe(exc)) from exc
+    finally:
+        trainer.close()
+        database.dispose()
+    return pid, key, summary
+
+
+def local_source(*, al_cpl: Path | None, domain: str | None, with_labels: bool,
+                 file: Path | None, fmt: str | None) -> Source:
+    """The source of the CLI's options: an AL-CPL domain or a file."""
+    if al_cpl is not None:
+        if domain is None:
+            raise ImportFailed("--al-cpl needs --domain")
+        return al_cpl_source(al_cpl, domain, with_labels=with_labels)
+    if file is None:
+        raise ImportFailed("give --al-cpl DIR --domain NAME, or --file PATH")
+    return file_source(_opener(file, file.name), file_format(file, fmt))
+
+
+# ---------------------------------------------------------------------------- over HTTP
+def _body(*, al_cpl: Path | None, domain: str | None, with_labels: bool,
+          file: Path | None) -> Iterator[bytes]:
+    if al_cpl is not None:
+        assert domain is not None
+        buffer: list[str] = []
+        for record in al_cpl_records(al_cpl, domain, with_labels=with_labels):
+            buffer.append(record_json(record) + "\n")
+            if len(buffer) >= 1000:
+                yield "".join(buffer).encode("utf-8")
+                buffer = []
+        yield "".join(buffer).encode("utf-8")
+        return
+    assert file is not None
+    size = file.stat().st_size
+    with file.open("rb") as handle, tqdm(total=size, unit="B", unit_scale=True,
+                                         desc="sending", disable=size < LARGE) as bar:
+        while chunk := handle.read(CHUNK):
+            bar.update(len(chunk))
+            yield chunk
+
+
+def import_remote(url: str, api_key: str | None, project: str, *, al_cpl: Path | None,
+                  domain: str | None, with_labels: bool, file: Path | None,
+                  fmt: str | None) -> tuple[int, str | None, dict[str, Any]]:
+    """Stream the import to a running service at ``url``; the same answer as in-process."""
+    try:
+        import httpx
+    except ImportError as exc:  # a dev dependency; the service itself does not need it
+        raise ImportFailed("--url needs httpx: pip install httpx") from exc
+    if al_cpl is not None and domain is None:
+        raise ImportFailed("--al-cpl needs --domain")
+    if al_cpl is None and file is None:
+        raise ImportFailed("give --al-cpl DIR --domain NAME, or --file PATH")
+    headers = {"X-API-Key": api_key} if api_key else {}
+    with httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=None) as client:
+        ids: list[int] = []
+        offset = 0
+        while True:
+            page = _ok(client.get("/projects", params={"limit": 10_000, "offset": offset}))
+            ids += [p["id"] for p in page["items"] if p["name"] == project]
+            offset += len(page["items"])
+            if not page["items"] or offset >= page["total"]:
+                break
+        key: str | None = None
+        if len(ids) > 1:
+            raise ImportFailed(f"{len(ids)} projects are named {project!r}; rename one first")
+        if ids:
+            pid = ids[0]
+        else:
+            created = _ok(client.post("/projects", json={"name": project}))
+            pid, key = created["id"], created["api_key"]
+            if not api_key:
+                client.headers["X-API-Key"] = key
+        fmt = "jsonl" if al_cpl is not None else file_format(file, fmt)  # type: ignore[arg-type]
+        media = "text/csv" if fmt == "csv" else "application/jsonl"
+        answer = _ok(client.post(f"/projects/{pid}/import", params={"format": fmt},
+                                 headers={"Content-Type": media},
+                                 content=_body(al_cpl=al_cpl, domain=domain,
+                                               with_labels=with_labels, file=file)))
+    return pid, key, answer
+
+
+def _ok(response: Any) -> Any:
+    if response.status_code >= 400:
+        try:
+            body = response.json()
+        except ValueError:
+            raise ImportFailed(f"{response.status_code}: {response.text[:2000]}") from None
+        lines = [f"{response.status_code} {body.get('title')}: {body.get('detail')}"]
+        for item in body.get("errors", [])[:50]:
+            where = f"line {item['line']}" if "line" in item else f"{item.get('loc', '')}"
+            lines.append(f"  {where}: {item.get('reason') or item.get('msg') or item}")
+        raise ImportFailed("\n".join(lines))
+    return response.json()
+

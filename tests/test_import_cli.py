@@ -1,0 +1,66 @@
+"""`sporal import` in-process: an AL-CPL domain or a file into a project of the database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from app.cli import cli
+from app.main import create_app
+from app.settings import Settings, get_settings
+
+
+@pytest.fixture
+def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    url = f"sqlite:///{tmp_path / 'import.db'}"
+    monkeypatch.setenv("SPORAL_DATABASE_URL", url)
+    get_settings.cache_clear()
+    yield url
+    get_settings.cache_clear()
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["import", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_al_cpl_domain_is_imported_with_its_labels_then_adopted(
+        database: str, al_cpl: Path) -> None:
+    code, out, err = run("--al-cpl", str(al_cpl), "--domain", "data_mining",
+                         "--project", "dm", "--with-labels")
+    assert code == 0, err
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert (summary["concepts_created"], summary["pairs_created"],
+            summary["labels_created"]) == (120, 826, 826)
+    assert "api_key" in err
+    code, out, _ = run("--al-cpl", str(al_cpl), "--domain", "data_mining", "--project", "dm")
+    again = json.loads(out.strip().splitlines()[-1])
+    assert code == 0 and again["project"] == summary["project"]
+    assert (again["concepts_known"], again["pairs_unchanged"]) == (120, 826)
+    with TestClient(create_app(Settings(database_url=database, warm_up=False))) as client:
+        detail = client.get(f"/projects/{summary['project']}").json()
+        status = client.get(f"/projects/{summary['project']}/pairs/status", params={
+            "a": "Conditional_probability", "b": "Decision_tree_model"}).json()
+    assert detail["counts"]["asserted_labels"] == 826
+    # Theorem 2's upper bound counts the positives: the domain's 292 rows and what they imply.
+    assert detail["query_bounds"]["upper"] == 292 + detail["counts"]["inferred_positive"]
+    assert status["status"] == "positive" and status["source"] == "asserted"
+
+
+def test_a_bad_file_is_refused_with_its_lines_and_nothing_written(
+        database: str, tmp_path: Path) -> None:
+    path = tmp_path / "labels.csv"
+    path.write_text("a,b,label\nx,y,positive\nx,y,maybe\n", encoding="utf-8")
+    code, out, err = run("--file", str(path), "--project", "p")
+    assert code == 1 and out == ""
+    assert "line 2: unknown concept 'x', 'y'" in err and "line 3:" in err
+    concepts = tmp_path / "concepts.jsonl"
+    concepts.write_text('{"kind": "concept", "name": "x"}\n{"kind": "concept", "name": "y"}\n',
+                        encoding="utf-8")
+    assert run("--file", str(concepts), "--project", "p")[0] == 0
+    code, out, err = run("--file", str(path), "--project", "p")
+    assert code == 1 and "line 3:" in err and "line 2" not in err
