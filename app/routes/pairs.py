@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import numpy as np
 from fastapi import APIRouter, Query
 
 from app.routes.common import (
@@ -58,7 +59,7 @@ def get_pair_status(view: ReadProject, a: ConceptQuery, b: ConceptQuery,
     row = view.state.pool.row_of.get((view.state.id_of[a], view.state.id_of[b]))
     if status.status == "undecided" and row is not None:
         proba, info = prediction_of(view, fresh=fresh)
-        if proba is not None:
+        if proba is not None and not np.isnan(proba[row]):
             status.prediction = float(proba[row])
         status.model = info
     return status

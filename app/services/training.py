@@ -5,11 +5,12 @@ requests asked for (``state.wanted``) trained on each project's newest labels.
 
 * **Latest wins.** A change of a project's labels or pool schedules its wanted models again;
   a model already queued stays queued once, and when its turn comes it is trained on what the
-  project holds *then*. At most one training runs at a time in a process (so at most one per
-  project), strategy models (milliseconds) before prediction models (the forest, up to a
-  second).
-* **Bounded CPU.** One thread, at a lower scheduling priority (``nice`` 10 on Linux): on two
-  cores, request threads always find a core.
+  project holds *then*. Each model trains once at a time; strategy models (milliseconds) go
+  first and never wait behind a prediction model (the forest, up to a second).
+* **Bounded CPU.** The strategy models train in the trainer thread; the prediction models in
+  one worker process (shared by every app of the process, started on first use), one at a
+  time. Both run at a lower scheduling priority (``nice`` 10 on Linux), and the forest holds
+  no lock nor the interpreter of the request threads: on two cores, requests find a core.
 * **Requests use the newest model that exists** and say which (:meth:`TrainedModel.info`:
   ``labels_behind`` counts the labels asserted or retracted since it was trained). Before any
   model exists requests fall back to p = 0.5 (``model: null``). A request may wait for a
@@ -29,10 +30,13 @@ The models themselves:
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -104,10 +108,16 @@ def prediction_key(kind: str) -> ModelKey:
 
 @dataclass(frozen=True)
 class TrainedModel:
-    """A model trained on one snapshot of a project, with its outputs on the pool."""
+    """A model trained on one snapshot of a project, with its outputs on the pool.
+
+    ``estimator`` is None for a prediction model (it stays in the worker process that trained
+    it: its outputs came back) and for a model that could not be fitted (``fitted`` False: too
+    few rows, or one class; callers then use p = 0.5).
+    """
 
     key: ModelKey
-    estimator: Any  # None: too few rows or a single class (callers use p = 0.5)
+    fitted: bool
+    estimator: Any
     trained_on: TrainingKey
     version: int
     label_events: int
@@ -117,7 +127,7 @@ class TrainedModel:
 
     def info(self, state: ProjectState) -> dict[str, Any] | None:
         """What answers say about the model: None while it cannot be trained."""
-        if self.estimator is None:
+        if not self.fitted:
             return None
         return {"name": self.key.name, "trained_on": self.rows, "positive": self.positive,
                 "negative": self.rows - self.positive, "version": self.version,
@@ -129,20 +139,27 @@ class TrainedModel:
     def pool_outputs(self, state: ProjectState) -> ModelOutputs | None:
         """The outputs for every row of the state's pool (call holding ``state.lock``).
 
-        Rows registered after the model was trained are computed now and kept with the model.
+        Rows registered after the model was trained are computed now and kept with the model
+        (a prediction model, whose estimator is elsewhere, gives them NaN: unknown until the
+        model trained on the new pool arrives).
         """
-        if self.estimator is None or self.outputs is None:
+        if not self.fitted or self.outputs is None:
             return None
         have, want = len(self.outputs), len(state.pool)
         if have >= want:
             return self.outputs
-        extra = _outputs(self.key, self.estimator, state.pool.X[have:want])
         old = self.outputs
-        outputs = ModelOutputs(
-            proba=None if old.proba is None or extra.proba is None
-            else np.concatenate([old.proba, extra.proba]),
-            votes=None if old.votes is None or extra.votes is None
-            else np.hstack([old.votes, extra.votes]))
+        if self.estimator is None:
+            assert old.proba is not None
+            outputs = ModelOutputs(proba=np.concatenate([old.proba,
+                                                         np.full(want - have, np.nan)]))
+        else:
+            extra = _outputs(self.key, self.estimator, state.pool.X[have:want])
+            outputs = ModelOutputs(
+                proba=None if old.proba is None or extra.proba is None
+                else np.concatenate([old.proba, extra.proba]),
+                votes=None if old.votes is None or extra.votes is None
+                else np.hstack([old.votes, extra.votes]))
         state.models[str(self.key)] = replace(self, outputs=outputs)
         return outputs
 
@@ -172,6 +189,51 @@ def _fit(key: ModelKey, X: np.ndarray, y: np.ndarray) -> Any:
     return forest.fit(X, y.astype(np.int64))
 
 
+def _fit_outputs(key: ModelKey, X: np.ndarray, y: np.ndarray,
+                 X_pool: np.ndarray) -> ModelOutputs | None:
+    """Fit and compute the pool's outputs: what the worker process runs (None: not fitted)."""
+    estimator = _fit(key, X, y)
+    return None if estimator is None else _outputs(key, estimator, X_pool)
+
+
+def _worker_start(nice: int) -> None:
+    try:
+        os.nice(nice)
+    except OSError:  # not allowed: run at normal priority
+        pass
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+
+
+_workers: ProcessPoolExecutor | None = None
+_workers_lock = threading.Lock()
+
+
+def _worker_pool(nice: int) -> ProcessPoolExecutor:
+    """The one worker process of this process that trains prediction models (lazily started).
+
+    ``forkserver`` (not ``fork``): the worker starts from a clean process, never from a copy
+    of a server with threads and open database connections.
+    """
+    global _workers
+    with _workers_lock:
+        if _workers is None:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(["app.services.training"])
+            _workers = ProcessPoolExecutor(max_workers=1, mp_context=context,
+                                           initializer=_worker_start, initargs=(nice,))
+        return _workers
+
+
+def _worker_broke() -> None:
+    global _workers
+    with _workers_lock:
+        if _workers is not None:
+            _workers.shutdown(wait=False, cancel_futures=True)
+        _workers = None
+
+
 @dataclass(frozen=True)
 class _Snapshot:
     """What one training needs, taken under the state's lock in a moment (no copies)."""
@@ -183,25 +245,37 @@ class _Snapshot:
     version: int
     label_events: int
 
+    def model(self, key: ModelKey, estimator: Any, outputs: ModelOutputs | None,
+              fitted: bool) -> TrainedModel:
+        y = self.values[self.mask] == 1
+        return TrainedModel(key, fitted, estimator, self.trained_on, self.version,
+                            self.label_events, int(len(y)), int(np.count_nonzero(y)), outputs)
+
 
 def _snapshot(state: ProjectState, key: ModelKey) -> _Snapshot:
-    values = state.values
-    mask = values >= 0
-    if not key.closure_labels:
-        mask = mask & state.pool_asserted()
-    return _Snapshot(state.pool.X, mask, values, state.training_key(), state.version,
-                     state.label_events)
+    with state.lock:
+        values = state.values
+        mask = values >= 0
+        if not key.closure_labels:
+            mask = mask & state.pool_asserted()
+        return _Snapshot(state.pool.X, mask, values, state.training_key(), state.version,
+                         state.label_events)
 
 
 def train(state: ProjectState, key: ModelKey) -> TrainedModel:
-    """Train ``key`` on the state as it is now (holds ``state.lock`` only for the snapshot)."""
-    with state.lock:
-        snap = _snapshot(state, key)
+    """Train ``key`` here, on the state as it is now (``state.lock`` only for the snapshot)."""
+    snap = _snapshot(state, key)
     X, y = snap.X[snap.mask], snap.values[snap.mask] == 1
     estimator = _fit(key, X, y)
     outputs = _outputs(key, estimator, snap.X) if estimator is not None else None
-    return TrainedModel(key, estimator, snap.trained_on, snap.version, snap.label_events,
-                        int(len(y)), int(np.count_nonzero(y)), outputs)
+    return snap.model(key, estimator, outputs, estimator is not None)
+
+
+def submit(state: ProjectState, key: ModelKey, nice: int) -> tuple[_Snapshot, Future[Any]]:
+    """Start training ``key`` in the worker process; its outputs come back in the future."""
+    snap = _snapshot(state, key)
+    X, y = snap.X[snap.mask], snap.values[snap.mask] == 1
+    return snap, _worker_pool(nice).submit(_fit_outputs, key, X, y, snap.X)
 
 
 class Trainer:
@@ -264,15 +338,20 @@ class Trainer:
                 self._thread.start()
             self._cond.notify_all()
 
-    def _next(self) -> tuple[int, ModelKey] | None:
+    def _next(self, *, block: bool = True,
+              strategy_only: bool = False) -> tuple[int, ModelKey] | None:
         with self._cond:
-            while not self._queue and not self._closed:
+            while True:
+                if self._closed:
+                    return None
+                items = [k for k, key in self._queue.items()
+                         if not strategy_only or key.purpose == "strategy"]
+                if items:
+                    item = min(items, key=lambda k: self._queue[k].rank)
+                    return item[0], self._queue.pop(item)
+                if not block:
+                    return None
                 self._cond.wait()
-            if self._closed:
-                return None
-            item = min(self._queue, key=lambda k: self._queue[k].rank)
-            key = self._queue.pop(item)
-            return item[0], key
 
     def _run(self) -> None:
         try:
@@ -280,25 +359,60 @@ class Trainer:
         except (AttributeError, OSError):  # not Linux, or not allowed: run at normal priority
             pass
         while (job := self._next()) is not None:
-            project_id, key = job
-            state = self.registry.cached(project_id)
-            if state is None or state.version < 0:
-                continue  # dropped or invalidated: its next request asks again
-            try:
+            self._train(*job)
+
+    def _train(self, project_id: int, key: ModelKey) -> None:
+        state = self.registry.cached(project_id)
+        if state is None or state.version < 0:
+            return  # dropped or invalidated: its next request asks again
+        model: TrainedModel | None
+        try:
+            if key.purpose == "strategy":
                 model = train(state, key)
-            except Exception:  # a model that fails to train must not stop the trainer
-                logger.exception("sporal: training %s of project %d failed", key, project_id)
+            else:
+                model = self._train_elsewhere(state, key)
+        except Exception:  # a model that fails to train must not stop the trainer
+            logger.exception("sporal: training %s of project %d failed", key, project_id)
+            return
+        if model is None:
+            return
+        with state.lock:
+            current = state.models.get(str(key))
+            if current is None or _covers(model.trained_on, current.trained_on):
+                state.models[str(key)] = model
+            stale = not model.is_fresh(state)
+        with self._cond:
+            self.trainings += 1
+            self._cond.notify_all()
+        if stale:  # labels arrived while it trained: latest wins, train again
+            self._schedule(project_id, key)
+
+    def _train_elsewhere(self, state: ProjectState, key: ModelKey) -> TrainedModel | None:
+        """A prediction model, in the worker process; strategy models train meanwhile."""
+        snap, future = submit(state, key, self.nice)
+        future.add_done_callback(lambda _: self._wake())
+        while not future.done():
+            job = self._next(block=False, strategy_only=True)
+            if job is not None:
+                self._train(*job)
                 continue
-            with state.lock:
-                current = state.models.get(str(key))
-                if current is None or _covers(model.trained_on, current.trained_on):
-                    state.models[str(key)] = model
-                stale = not model.is_fresh(state)
             with self._cond:
-                self.trainings += 1
-                self._cond.notify_all()
-            if stale:  # labels arrived while it trained: latest wins, train again
-                self._schedule(project_id, key)
+                if self._closed:
+                    future.cancel()
+                    return None
+                if not future.done() and not any(k.purpose == "strategy"
+                                                 for k in self._queue.values()):
+                    self._cond.wait(timeout=1.0)
+        try:
+            outputs = future.result()
+        except BrokenProcessPool:  # the worker died (e.g. killed): the next one starts anew
+            _worker_broke()
+            raise
+        return snap.model(key, None, outputs, outputs is not None)
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
 
     def close(self) -> None:
         with self._cond:

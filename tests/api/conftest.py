@@ -38,6 +38,8 @@ def make_client(database_url: str) -> Iterator[Callable[..., TestClient]]:
     clients: list[TestClient] = []
 
     def make(**overrides: Any) -> TestClient:
+        # fresh=true waits for the (niced) trainer: generous, for a machine busy with other work
+        overrides.setdefault("fresh_timeout", 60.0)
         settings = Settings(database_url=database_url, **overrides)
         client = TestClient(create_app(settings), raise_server_exceptions=False)
         client.__enter__()
