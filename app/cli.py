@@ -112,6 +112,11 @@ def import_data(
     typer.echo(json.dumps({"project": pid, **summary}))
 
 
+from sporal_labelstudio.cli import labelstudio  # noqa: E402 (the sub-app lives in its package)
+
+cli.add_typer(labelstudio, name="labelstudio")
+
+
 def main() -> None:
     cli()
 

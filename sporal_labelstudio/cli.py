@@ -1,0 +1,86 @@
+"""``sporal labelstudio setup|run``: the typer sub-app that app/cli.py mounts."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+__all__ = ["labelstudio"]
+
+labelstudio = typer.Typer(help="Label Studio drives sporal: its annotators answer sporal's "
+                          "questions.", no_args_is_help=True, add_completion=False)
+
+SporalUrl = Annotated[str, typer.Option(help="sporal's base URL.")]
+SporalKey = Annotated[str | None, typer.Option(help="sporal's project key (X-API-Key).",
+                                               envvar="SPORAL_KEY")]
+Project = Annotated[int, typer.Option(help="The sporal project id.")]
+LsUrl = Annotated[str, typer.Option(help="Label Studio's base URL.")]
+LsToken = Annotated[str, typer.Option(help="Label Studio's API token (legacy token).",
+                                      envvar="LABEL_STUDIO_TOKEN")]
+Window = Annotated[int, typer.Option(min=1, help="Open tasks Label Studio holds at a time.")]
+Listen = Annotated[str, typer.Option(help="HOST:PORT of the webhook endpoint.")]
+StatePath = Annotated[Path, typer.Option(help="The adapter's SQLite state file.")]
+WebhookUrl = Annotated[str | None, typer.Option(
+    help="The URL Label Studio posts to (default: http://LISTEN/webhook).")]
+
+
+def _adapter(sporal_url: str, sporal_key: str | None, project: int, ls_url: str, ls_token: str,
+             window: int, state: Path, strategy: str | None = None) -> Any:
+    from sporal_labelstudio.adapter import Adapter
+    from sporal_labelstudio.ls_client import LabelStudioClient
+    from sporal_labelstudio.sporal_client import SporalClient
+    from sporal_labelstudio.state import State
+
+    return Adapter(SporalClient(sporal_url, sporal_key), LabelStudioClient(ls_url, ls_token),
+                   State(state), project=project, window=window, strategy=strategy)
+
+
+@labelstudio.command()
+def setup(
+    project: Project,
+    ls_token: LsToken,
+    sporal_url: SporalUrl = "http://127.0.0.1:8000",
+    sporal_key: SporalKey = None,
+    ls_url: LsUrl = "http://127.0.0.1:8080",
+    window: Window = 10,
+    listen: Listen = "127.0.0.1:8090",
+    state: StatePath = Path("sporal-labelstudio.db"),
+    webhook_url: WebhookUrl = None,
+) -> None:
+    """Create (or adopt) the Label Studio project, its bot user and its webhook."""
+    adapter = _adapter(sporal_url, sporal_key, project, ls_url, ls_token, window, state)
+    ls_project = adapter.setup(webhook_url or f"http://{listen}/webhook")
+    typer.echo(f"Label Studio project {ls_project}: {ls_url.rstrip('/')}/projects/{ls_project}")
+
+
+@labelstudio.command()
+def run(
+    project: Project,
+    ls_token: LsToken,
+    sporal_url: SporalUrl = "http://127.0.0.1:8000",
+    sporal_key: SporalKey = None,
+    ls_url: LsUrl = "http://127.0.0.1:8080",
+    window: Window = 10,
+    listen: Listen = "127.0.0.1:8090",
+    state: StatePath = Path("sporal-labelstudio.db"),
+    webhook_url: WebhookUrl = None,
+    strategy: Annotated[str | None, typer.Option(help="sporal's strategy (default LC-R+).")] = None,
+    reconcile_every: Annotated[float, typer.Option(
+        help="Seconds between reconciles from Label Studio's export.")] = 60.0,
+) -> None:
+    """Serve the webhook and keep Label Studio's open tasks and sporal's labels in step."""
+    from sporal_labelstudio.server import Runner
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    adapter = _adapter(sporal_url, sporal_key, project, ls_url, ls_token, window, state, strategy)
+    adapter.setup(webhook_url or f"http://{listen}/webhook")  # idempotent; repairs drift
+    runner = Runner(adapter, listen, reconcile_every=reconcile_every)
+    signal.signal(signal.SIGTERM, lambda *_: runner.stop())
+    try:
+        runner.serve()
+    except KeyboardInterrupt:
+        runner.stop()

@@ -1,0 +1,136 @@
+"""The few calls of Label Studio's REST API that the adapter makes, over httpx.
+
+Authentication is Label Studio's legacy token (``Authorization: Token T``; a project's admin
+starts Label Studio with ``--user-token T --enable-legacy-api-token``). Every method maps to
+one documented route of Label Studio 1.23 (``/api/projects``, ``/api/tasks``,
+``/api/predictions``, ``/api/annotations``, ``/api/webhooks``, ``/api/users``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+
+__all__ = ["LabelStudioClient", "LabelStudioError"]
+
+
+class LabelStudioError(Exception):
+    """An answer of Label Studio that is not a success."""
+
+    def __init__(self, status: int, method: str, url: str, body: str) -> None:
+        self.status = status
+        super().__init__(f"Label Studio: {method} {url} -> {status}: {body[:500]}")
+
+
+class LabelStudioClient:
+    """Label Studio at ``base_url`` with the API token ``token``."""
+
+    def __init__(self, base_url: str, token: str, *, timeout: float = 60.0, retries: int = 3,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.retries = retries
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport,
+                                  headers={"Authorization": f"Token {token}"})
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _call(self, method: str, url: str, **kwargs: Any) -> Any:
+        for attempt in range(self.retries + 1):
+            try:
+                response = self._http.request(method, url, **kwargs)
+            except httpx.TransportError:
+                if attempt == self.retries:
+                    raise
+                time.sleep(0.5 * 2 ** attempt)
+                continue
+            if response.status_code >= 500 and attempt < self.retries:
+                time.sleep(0.5 * 2 ** attempt)
+                continue
+            if not response.is_success:
+                raise LabelStudioError(response.status_code, method, url, response.text)
+            return response.json() if response.content else None
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _items(body: Any) -> list[dict[str, Any]]:
+        return list(body["results"] if isinstance(body, dict) else body)
+
+    # ------------------------------------------------------------------ projects
+    def projects(self) -> list[dict[str, Any]]:
+        return self._items(self._call("GET", "/api/projects", params={"page_size": 10_000}))
+
+    def project(self, project_id: int) -> dict[str, Any]:
+        return dict(self._call("GET", f"/api/projects/{project_id}"))
+
+    def create_project(self, **fields: Any) -> dict[str, Any]:
+        return dict(self._call("POST", "/api/projects", json=fields))
+
+    def update_project(self, project_id: int, **fields: Any) -> dict[str, Any]:
+        return dict(self._call("PATCH", f"/api/projects/{project_id}", json=fields))
+
+    def export(self, project_id: int) -> list[dict[str, Any]]:
+        """Every task of the project with its annotations (JSON export, all tasks)."""
+        return list(self._call("GET", f"/api/projects/{project_id}/export",
+                               params={"exportType": "JSON", "download_all_tasks": "true"}))
+
+    # ------------------------------------------------------------------ webhooks, users
+    def webhooks(self, project_id: int) -> list[dict[str, Any]]:
+        return self._items(self._call("GET", "/api/webhooks", params={"project": project_id}))
+
+    def create_webhook(self, **fields: Any) -> dict[str, Any]:
+        return dict(self._call("POST", "/api/webhooks", json=fields))
+
+    def update_webhook(self, webhook_id: int, **fields: Any) -> dict[str, Any]:
+        return dict(self._call("PATCH", f"/api/webhooks/{webhook_id}", json=fields))
+
+    def users(self) -> list[dict[str, Any]]:
+        return self._items(self._call("GET", "/api/users"))
+
+    def create_user(self, **fields: Any) -> dict[str, Any]:
+        return dict(self._call("POST", "/api/users", json=fields))
+
+    def whoami(self) -> dict[str, Any]:
+        return dict(self._call("GET", "/api/current-user/whoami"))
+
+    # ------------------------------------------------------------------ tasks
+    def create_task(self, project_id: int, data: dict[str, Any]) -> dict[str, Any]:
+        return dict(self._call("POST", "/api/tasks", json={"project": project_id, "data": data}))
+
+    def task(self, task_id: int) -> dict[str, Any]:
+        return dict(self._call("GET", f"/api/tasks/{task_id}"))
+
+    def update_task_data(self, task_id: int, data: dict[str, Any]) -> dict[str, Any]:
+        return dict(self._call("PATCH", f"/api/tasks/{task_id}", json={"data": data}))
+
+    def create_prediction(self, task_id: int, score: float, model_version: str) -> dict[str, Any]:
+        return dict(self._call("POST", "/api/predictions", json={
+            "task": task_id, "result": [], "score": score, "model_version": model_version}))
+
+    def update_prediction(self, prediction_id: int, score: float) -> dict[str, Any]:
+        return dict(self._call("PATCH", f"/api/predictions/{prediction_id}",
+                               json={"score": score}))
+
+    # ------------------------------------------------------------------ annotations
+    def create_annotation(self, task_id: int, result: list[dict[str, Any]],
+                          completed_by: int | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"result": result}
+        if completed_by is not None:
+            body["completed_by"] = completed_by
+        return dict(self._call("POST", f"/api/tasks/{task_id}/annotations", json=body))
+
+    def update_annotation(self, annotation_id: int, result: list[dict[str, Any]]) -> dict[str, Any]:
+        return dict(self._call("PATCH", f"/api/annotations/{annotation_id}",
+                               json={"result": result}))
+
+    def delete_annotation(self, annotation_id: int) -> bool:
+        """Delete an annotation; ``False`` when it is already gone."""
+        try:
+            self._call("DELETE", f"/api/annotations/{annotation_id}")
+        except LabelStudioError as error:
+            if error.status == 404:
+                return False
+            raise
+        return True

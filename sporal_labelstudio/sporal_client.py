@@ -1,0 +1,269 @@
+"""A small typed client of sporal's REST API, over httpx.
+
+Only what annotation tools need: the next questions (with an annotator's lease), labels
+(asserted with an ``Idempotency-Key``, retracted, listed) and a pair's status with its proof.
+Errors come back as :class:`SporalError` carrying the RFC 9457 problem; a contradiction (409)
+is :class:`Contradiction`, whose ``proof`` names the asserted labels that force the opposite
+answer. Transient answers (503 ``database-busy``/``model-not-ready``, 409
+``idempotency-in-progress``/``conflict``, a dropped connection) are retried a few times.
+
+Examples
+--------
+>>> client = SporalClient("http://127.0.0.1:8000")  # doctest: +SKIP
+>>> client.post_label(1, "limit", "derivative", "positive", annotator="ana").id  # doctest: +SKIP
+7
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import httpx
+
+__all__ = [
+    "Contradiction",
+    "Label",
+    "LabelRef",
+    "NextQueries",
+    "PairStatus",
+    "Query",
+    "SporalClient",
+    "SporalError",
+]
+
+LabelValue = Literal["positive", "negative"]
+_TRANSIENT = {"database-busy", "model-not-ready", "idempotency-in-progress", "conflict"}
+
+
+class SporalError(Exception):
+    """An answer of sporal that is not a success, with its problem body.
+
+    Attributes
+    ----------
+    status : int
+        The HTTP status.
+    problem : dict
+        The ``application/problem+json`` body (``type``, ``title``, ``detail``, ...).
+    """
+
+    def __init__(self, status: int, problem: dict[str, Any]) -> None:
+        self.status = status
+        self.problem = problem
+        super().__init__(f"{status} {problem.get('title', '')}: {problem.get('detail', '')}")
+
+    @property
+    def slug(self) -> str:
+        """The end of the problem's ``type`` (``contradiction``, ``label-not-found``, ...)."""
+        return str(self.problem.get("type", "")).rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class LabelRef:
+    """An asserted label as a proof cites it."""
+
+    id: int | None
+    a: str
+    b: str
+    label: LabelValue
+
+    @classmethod
+    def parse(cls, body: dict[str, Any]) -> LabelRef:
+        return cls(id=body.get("id"), a=body["a"], b=body["b"], label=body["label"])
+
+
+class Contradiction(SporalError):
+    """409 ``contradiction``: the asserted labels in ``proof`` force the opposite answer."""
+
+    @property
+    def proof(self) -> list[LabelRef]:
+        return [LabelRef.parse(ref) for ref in self.problem.get("proof", [])]
+
+    @property
+    def chains(self) -> list[list[str]]:
+        return [list(chain) for chain in self.problem.get("chains", [])]
+
+
+@dataclass(frozen=True)
+class Label:
+    """An asserted label as ``POST labels`` answers it (``replayed``: it already existed)."""
+
+    id: int
+    a: str
+    b: str
+    label: LabelValue
+    annotator: str | None
+    replayed: bool
+
+
+@dataclass(frozen=True)
+class Query:
+    """One question of ``next``: ask whether ``a`` is a prerequisite of ``b``."""
+
+    a: str
+    b: str
+    score: float | None
+
+
+@dataclass(frozen=True)
+class NextQueries:
+    """The answer of ``next``: the questions, best first, and the lease on them."""
+
+    queries: list[Query]
+    undecided: int
+    reserved_until: datetime | None
+
+
+@dataclass(frozen=True)
+class PairStatus:
+    """Whether a pair is decided, and the asserted labels that decide it."""
+
+    a: str
+    b: str
+    status: Literal["positive", "negative", "undecided"]
+    source: Literal["asserted", "inferred"] | None
+    proof: list[LabelRef]
+    chains: list[list[str]]
+
+    @property
+    def decided(self) -> bool:
+        return self.status != "undecided"
+
+
+class SporalClient:
+    """sporal's REST API at ``base_url``, with ``api_key`` sent as ``X-API-Key`` when given.
+
+    Parameters
+    ----------
+    base_url : str
+        Such as ``http://127.0.0.1:8000``.
+    api_key : str, optional
+        The project's key (or the admin key); omit when the service runs open.
+    timeout : float, default 30.0
+        Seconds per request.
+    retries : int, default 5
+        How often a transient answer is retried (with a growing pause).
+    transport : httpx.BaseTransport, optional
+        For tests.
+    """
+
+    def __init__(self, base_url: str, api_key: str | None = None, *, timeout: float = 30.0,
+                 retries: int = 5, transport: httpx.BaseTransport | None = None) -> None:
+        headers = {"X-API-Key": api_key} if api_key else {}
+        self.retries = retries
+        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers,
+                                  timeout=timeout, transport=transport)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> SporalClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ transport
+    def _request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        for attempt in range(self.retries + 1):
+            try:
+                response = self._http.request(method, url, **kwargs)
+            except httpx.TransportError:
+                if attempt == self.retries:
+                    raise
+                time.sleep(0.2 * 2 ** attempt)
+                continue
+            if response.is_success:
+                return response
+            error = _error(response)
+            if error.slug not in _TRANSIENT or attempt == self.retries:
+                raise error
+            time.sleep(float(response.headers.get("Retry-After", 0.2 * 2 ** attempt)))
+        raise AssertionError("unreachable")
+
+    # ------------------------------------------------------------------ reading
+    def project(self, project_id: int) -> dict[str, Any]:
+        """The project with its ``counts`` and ``query_bounds``."""
+        return dict(self._request("GET", f"/projects/{project_id}").json())
+
+    def concepts(self, project_id: int) -> dict[str, str | None]:
+        """Every concept's name and description."""
+        found: dict[str, str | None] = {}
+        for item in self._pages(f"/projects/{project_id}/concepts", {}):
+            found[item["name"]] = item.get("description")
+        return found
+
+    def next(self, project_id: int, *, k: int = 1, annotator: str | None = None,
+             strategy: str | None = None) -> NextQueries:
+        """Up to ``k`` questions, best first; with ``annotator`` they are leased to it."""
+        params: dict[str, Any] = {"k": k}
+        if annotator is not None:
+            params["annotator"] = annotator
+        if strategy is not None:
+            params["strategy"] = strategy
+        body = self._request("GET", f"/projects/{project_id}/next", params=params).json()
+        until = body.get("reserved_until")
+        return NextQueries(
+            queries=[Query(q["a"], q["b"], q.get("score")) for q in body["queries"]],
+            undecided=int(body["undecided"]),
+            reserved_until=datetime.fromisoformat(until) if until else None)
+
+    def pair_status(self, project_id: int, a: str, b: str) -> PairStatus:
+        """The status of ``(a, b)`` with the proof that decides it."""
+        body = self._request("GET", f"/projects/{project_id}/pairs/status",
+                             params={"a": a, "b": b}).json()
+        return PairStatus(a=body["a"], b=body["b"], status=body["status"], source=body["source"],
+                          proof=[LabelRef.parse(r) for r in body["proof"]],
+                          chains=[list(c) for c in body["chains"]])
+
+    def labels(self, project_id: int, *, source: str = "asserted") -> list[dict[str, Any]]:
+        """Every decided pair of ``source`` (``asserted``, ``inferred`` or ``all``)."""
+        return list(self._pages(f"/projects/{project_id}/labels", {"source": source}))
+
+    def _pages(self, url: str, params: dict[str, Any]) -> Any:
+        offset, limit = 0, 10_000
+        while True:
+            body = self._request("GET", url,
+                                 params={**params, "limit": limit, "offset": offset}).json()
+            yield from body["items"]
+            offset += len(body["items"])
+            if not body["items"] or offset >= body["total"]:
+                return
+
+    # ------------------------------------------------------------------ writing
+    def post_label(self, project_id: int, a: str, b: str, label: LabelValue, *,
+                   annotator: str | None = None, idempotency_key: str | None = None) -> Label:
+        """Assert ``(a, b, label)``; raises :class:`Contradiction` on a 409 ``contradiction``.
+
+        With ``idempotency_key`` a retry (even one after a crash, with the same key and
+        body) replays the first answer instead of asserting twice.
+        """
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        response = self._request("POST", f"/projects/{project_id}/labels", headers=headers,
+                                 json={"a": a, "b": b, "label": label, "annotator": annotator})
+        body = response.json()
+        return Label(id=int(body["id"]), a=body["a"], b=body["b"], label=body["label"],
+                     annotator=body.get("annotator"), replayed=response.status_code == 200)
+
+    def retract_label(self, project_id: int, label_id: int) -> bool:
+        """Retract a label; ``False`` when it is already gone (404 ``label-not-found``)."""
+        try:
+            self._request("DELETE", f"/projects/{project_id}/labels/{label_id}")
+        except SporalError as error:
+            if error.slug == "label-not-found":
+                return False
+            raise
+        return True
+
+
+def _error(response: httpx.Response) -> SporalError:
+    try:
+        problem = response.json()
+    except ValueError:
+        problem = {"title": response.reason_phrase, "detail": response.text[:500]}
+    if not isinstance(problem, dict):
+        problem = {"detail": problem}
+    cls = Contradiction if str(problem.get("type", "")).endswith("/contradiction") else SporalError
+    return cls(response.status_code, problem)

@@ -1,0 +1,116 @@
+"""The adapter's own state, in a SQLite file through SQLAlchemy: it survives restarts.
+
+Three tables: ``settings`` (the Label Studio project, bot user and webhook secret that ``setup``
+chose), ``tasks`` (Label Studio task ↔ sporal pair, and whether the task is open, retired by the
+bot or answered) and ``annotations`` (Label Studio annotation ↔ sporal label id, with the
+``updated_at`` last forwarded, so that an event seen twice changes nothing, and the stored
+problem of a refused answer).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import ForeignKey, String, Text, create_engine, event, select
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+
+__all__ = ["AnnotationRow", "Base", "SettingRow", "State", "TaskRow"]
+
+# Task statuses: "open" (in the window), "retired" (annotated by the bot), "answered".
+# Annotation statuses: "asserted" (a live sporal label), "conflict" (refused with a 409, kept
+# to retry after a retraction), "cancelled" (skipped), "empty" (no yes/no), "deleted".
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class SettingRow(Base):
+    __tablename__ = "settings"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text, nullable=False)
+
+
+class TaskRow(Base):
+    __tablename__ = "tasks"
+
+    task_id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    a: Mapped[str] = mapped_column(Text, nullable=False)
+    b: Mapped[str] = mapped_column(Text, nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False, default="open")
+    prediction_id: Mapped[int | None] = mapped_column(nullable=True)
+    score: Mapped[float | None] = mapped_column(nullable=True)
+    bot_annotation_id: Mapped[int | None] = mapped_column(nullable=True)
+    note: Mapped[str] = mapped_column(Text, nullable=False, default="")
+
+
+class AnnotationRow(Base):
+    __tablename__ = "annotations"
+
+    annotation_id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.task_id"), nullable=False)
+    user_id: Mapped[int | None] = mapped_column(nullable=True)
+    label: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    updated_at: Mapped[str] = mapped_column(String(64), nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False)
+    sporal_label_id: Mapped[int | None] = mapped_column(nullable=True, index=True)
+    problem: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    @property
+    def problem_body(self) -> dict[str, Any] | None:
+        return json.loads(self.problem) if self.problem else None
+
+
+class State:
+    """The SQLite file at ``path`` (created with its tables when missing)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.engine = create_engine(f"sqlite:///{self.path}")
+
+        @event.listens_for(self.engine, "connect")
+        def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=FULL")
+            cursor.close()
+
+        Base.metadata.create_all(self.engine)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session committed at the end of the block (rolled back on an error)."""
+        with self._sessions() as session, session.begin():
+            yield session
+
+    def get(self, key: str) -> str | None:
+        with self.session() as session:
+            row = session.get(SettingRow, key)
+            return row.value if row else None
+
+    def put(self, key: str, value: str) -> None:
+        with self.session() as session:
+            session.merge(SettingRow(key=key, value=value))
+
+    def tasks(self, status: str | None = None) -> list[TaskRow]:
+        with self.session() as session:
+            query = select(TaskRow).order_by(TaskRow.task_id)
+            if status is not None:
+                query = query.where(TaskRow.status == status)
+            return list(session.scalars(query))
+
+    def annotations(self, status: str | None = None) -> list[AnnotationRow]:
+        with self.session() as session:
+            query = select(AnnotationRow).order_by(AnnotationRow.annotation_id)
+            if status is not None:
+                query = query.where(AnnotationRow.status == status)
+            return list(session.scalars(query))
+
+    def dispose(self) -> None:
+        self.engine.dispose()

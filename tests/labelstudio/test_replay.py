@@ -1,0 +1,174 @@
+"""Captured Label Studio webhooks replayed against the adapter and a real sporal server.
+
+The payloads in fixtures/ are what Label Studio 1.23.2 posted during a short session (two
+yes/no answers, the bot's retirements, an answer changed, then deleted); only the ``project``
+member (Label Studio's project settings) was cut. Label Studio itself is replaced by an
+in-memory fake; sporal is a real ``sporal serve`` on a temporary SQLite file.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from benchmarks.serving import Server
+from sporal_labelstudio.adapter import Adapter
+from sporal_labelstudio.sporal_client import SporalClient
+from sporal_labelstudio.state import State, TaskRow
+from tests.labelstudio.fake import BOT_USER, FakeLabelStudio
+from tests.labelstudio.harness import FIXTURES, order_project
+
+PAYLOADS: list[dict[str, Any]] = json.loads(
+    (FIXTURES / "webhooks-1.23.2.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("sporal")
+    with Server(f"sqlite:///{folder}/sporal.db", folder) as running:
+        yield running
+
+
+@pytest.fixture
+def adapter(server: Server, tmp_path: Path) -> Iterator[Adapter]:
+    with httpx.Client(base_url=server.base_url) as client:
+        pid, _ = order_project(client)  # the generated order the payloads were captured on
+    state = State(tmp_path / "state.db")
+    state.put("ls_project", "1")
+    state.put("bot_user", str(BOT_USER))
+    with state.session() as session:
+        for payload in PAYLOADS:
+            task = payload.get("task")
+            if task and session.get(TaskRow, task["id"]) is None:
+                pair = task["data"]["sporal_pair"]
+                session.add(TaskRow(task_id=task["id"], a=pair["a"], b=pair["b"]))
+    sporal = SporalClient(server.base_url)
+    yield Adapter(sporal, FakeLabelStudio(), state, project=pid, window=5)  # type: ignore[arg-type]
+    sporal.close()
+    state.dispose()
+
+
+def asserted(adapter: Adapter) -> set[tuple[str, str, str]]:
+    return {(x["a"], x["b"], x["label"]) for x in adapter.sporal.labels(adapter.project)}
+
+
+def surviving_answers(payloads: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    """What the human annotations say once every event is applied, computed from the payloads."""
+    live: dict[int, tuple[str, str, str]] = {}
+    for payload in payloads:
+        if payload["action"] == "ANNOTATIONS_DELETED":
+            for gone in payload["annotations"]:
+                live.pop(gone["id"], None)
+            continue
+        annotation, pair = payload["annotation"], payload["task"]["data"]["sporal_pair"]
+        if annotation["completed_by"] == BOT_USER:
+            continue
+        answer = annotation["result"][0]["value"]["choices"][0]
+        live[annotation["id"]] = (pair["a"], pair["b"], answer)
+    return set(live.values())
+
+
+def test_the_fixture_holds_every_kind_of_event() -> None:
+    actions = {p["action"] for p in PAYLOADS}
+    assert {"ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED"} <= actions
+    assert any(p.get("annotation", {}).get("completed_by") == BOT_USER for p in PAYLOADS)
+
+
+def test_replaying_the_session_leaves_exactly_the_surviving_answers_in_sporal(adapter) -> None:
+    for payload in PAYLOADS:
+        adapter.handle(copy.deepcopy(payload))
+    expected = surviving_answers(PAYLOADS)
+    assert expected and asserted(adapter) == expected
+
+
+def test_an_event_seen_twice_changes_nothing(adapter) -> None:
+    for payload in PAYLOADS:
+        adapter.handle(copy.deepcopy(payload))
+    before = (adapter.sporal.project(adapter.project),
+              adapter.sporal.labels(adapter.project, source="all"))
+    for payload in PAYLOADS:
+        adapter.handle(copy.deepcopy(payload))
+    after = (adapter.sporal.project(adapter.project),
+             adapter.sporal.labels(adapter.project, source="all"))
+    assert after == before
+
+
+def test_an_updated_answer_replaces_the_label_it_had(adapter) -> None:
+    updated = next(i for i, p in enumerate(PAYLOADS) if p["action"] == "ANNOTATION_UPDATED")
+    for payload in PAYLOADS[: updated + 1]:
+        adapter.handle(copy.deepcopy(payload))
+    annotation = PAYLOADS[updated]["annotation"]
+    pair = PAYLOADS[updated]["task"]["data"]["sporal_pair"]
+    new = annotation["result"][0]["value"]["choices"][0]
+    old = "positive" if new == "negative" else "negative"
+    labels = asserted(adapter)
+    assert (pair["a"], pair["b"], new) in labels and (pair["a"], pair["b"], old) not in labels
+    row = next(r for r in adapter.state.annotations() if r.annotation_id == annotation["id"])
+    assert row.status == "asserted" and row.label == new
+
+
+def _answer(template: dict[str, Any], annotation_id: int, task_id: int, pair: tuple[str, str],
+            label: str, user: int = 3) -> dict[str, Any]:
+    """A captured ANNOTATION_CREATED payload, re-aimed at another task and answer."""
+    payload = copy.deepcopy(template)
+    payload["annotation"].update(id=annotation_id, task=task_id, completed_by=user,
+                                 updated_at=f"2026-11-26T07:00:{annotation_id % 60:02d}.000000Z")
+    payload["annotation"]["result"][0]["value"]["choices"] = [label]
+    payload["task"]["id"] = task_id
+    payload["task"]["data"]["sporal_pair"] = {"a": pair[0], "b": pair[1]}
+    return payload
+
+
+def test_a_contradiction_keeps_the_answer_shows_its_proof_and_is_retried(adapter) -> None:
+    template = next(p for p in PAYLOADS if p["action"] == "ANNOTATION_CREATED"
+                    and p["annotation"]["completed_by"] != BOT_USER)
+    x, y, z = "concept 00", "concept 01", "concept 02"
+    ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
+    with adapter.state.session() as session:
+        for task_id, (a, b) in {101: (x, y), 102: (y, z), 103: (x, z)}.items():
+            session.add(TaskRow(task_id=task_id, a=a, b=b))
+            ls.tasks[task_id] = {}
+    adapter.handle(_answer(template, 201, 101, (x, y), "positive"))
+    adapter.handle(_answer(template, 202, 102, (y, z), "positive"))
+    adapter.handle(_answer(template, 203, 103, (x, z), "negative", user=4))
+
+    refused = next(r for r in adapter.state.annotations() if r.annotation_id == 203)
+    assert refused.status == "conflict" and refused.problem_body["status"] == 409
+    note = ls.tasks[103]["sporal_note"]
+    assert "refused annotation #203" in note
+    assert "annotation #201" in note and "annotation #202" in note  # who asserted the proof
+    assert (x, z, "negative") not in asserted(adapter)
+
+    adapter.handle({"action": "ANNOTATIONS_DELETED", "annotations": [{"id": 202}]})
+    assert (y, z, "positive") not in asserted(adapter)
+    assert (x, z, "negative") in asserted(adapter)  # retried after the retraction
+    assert "accepted" in ls.tasks[103]["sporal_note"]
+
+
+def test_the_window_retires_decided_tasks_with_the_proof_and_opens_new_ones(adapter) -> None:
+    ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
+    with adapter.state.session() as session:  # no captured task: the window starts empty
+        session.query(TaskRow).delete()
+    adapter.refresh()
+    fresh = adapter.state.tasks("open")
+    assert 1 <= len(fresh) <= 5 and all(t.task_id in ls.tasks for t in fresh)
+    assert all(t.prediction_id in ls.predictions for t in fresh)
+    scores = sorted(ls.predictions[t.prediction_id]["score"] for t in fresh)
+    assert scores[0] == 0.0  # the best question is served first
+    # answer one open task positively through sporal itself: pairs it decides get retired
+    target = fresh[0]
+    adapter.sporal.post_label(adapter.project, target.a, target.b, "positive", annotator="else")
+    adapter.refresh()
+    retired = {t.task_id: t for t in adapter.state.tasks("retired")}
+    assert target.task_id in retired
+    bot = ls.annotations[retired[target.task_id].bot_annotation_id]
+    assert bot["completed_by"] == BOT_USER
+    assert bot["result"][0]["value"]["choices"] == ["positive"]
+    note = ls.tasks[target.task_id]["sporal_note"]
+    assert "sporal decided this pair: positive (asserted)" in note
