@@ -1,4 +1,5 @@
-"""``/projects/{pid}/export``: every decided pair as CSV, JSON or GraphML."""
+"""``/projects/{pid}/export``: every decided pair as CSV, JSON or GraphML, or the whole project
+as JSON Lines in the import format (``format=project``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Literal
 from fastapi import APIRouter, Response
 
 from app.db import SessionDep
-from app.routes.common import problem_responses
+from app.routes.common import StrictJSONRoute, problem_responses
 from app.schemas import ProjectRead
 from app.security import ProjectIdPath, ProjectKeyDep
 from app.services.export import MEDIA_TYPES, export
@@ -17,21 +18,25 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/projects/{project_id}", tags=["export"],
                    dependencies=[ProjectKeyDep],
-                   responses=problem_responses(401, 403, 404, 422, 503))
+                   responses=problem_responses(401, 403, 404, 422, 503),
+                   route_class=StrictJSONRoute)
 
 
 @router.get("/export", response_class=Response, responses={
     200: {"description": "Every decided pair with its source; GraphML: the positive relation "
-          "with asserted edges marked.",
+          "with asserted edges marked; project: the whole project as JSON Lines "
+          "(docs/formats.md), which POST .../import reads back.",
           "content": {MEDIA_TYPES["csv"]: {"schema": {"type": "string"}},
                       MEDIA_TYPES["json"]: {"schema": {"type": "object"}},
-                      MEDIA_TYPES["graphml"]: {"schema": {"type": "string"}}}}})
+                      MEDIA_TYPES["graphml"]: {"schema": {"type": "string"}},
+                      MEDIA_TYPES["project"]: {"schema": {"type": "string"}}}}})
 def export_project(project_id: ProjectIdPath, session: SessionDep,
-                   format: Literal["csv", "json", "graphml"] = "csv") -> Response:
-    """Download every decided pair of the project."""
+                   format: Literal["csv", "json", "graphml", "project"] = "csv") -> Response:
+    """Download every decided pair of the project, or (`project`) the whole project."""
     project = ProjectRead.model_validate(get_project(session, project_id)).model_dump(
         mode="json")
     content, media_type = export(session, project, format)
-    filename = f"project-{project_id}.{format}"
+    suffix = "jsonl" if format == "project" else format
+    filename = f"project-{project_id}.{suffix}"
     return Response(content, media_type=media_type,
                     headers={"Content-Disposition": f'attachment; filename="{filename}"'})

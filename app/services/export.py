@@ -1,26 +1,29 @@
-"""Export every decided pair of a project: CSV, JSON, or GraphML of the positive relation."""
+"""Export every decided pair of a project: CSV, JSON, or GraphML of the positive relation;
+or the whole project (``project``) as JSON Lines in the import format (docs/formats.md)."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import networkx as nx
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from app.services.labels import list_labels
-from models import Concept
+from app.services.state import decode_features
+from models import AssertedLabel, Concept, PoolPair
 
-__all__ = ["export", "neutralise_cell"]
+__all__ = ["export", "neutralise_cell", "project_lines"]
 
 CSV_COLUMNS = ["a", "b", "label", "source", "id", "caused_by", "annotator"]
 # A spreadsheet runs a cell that starts with one of these as a formula (OWASP, CSV injection).
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json",
-               "graphml": "application/graphml+xml"}
+               "graphml": "application/graphml+xml", "project": "application/jsonl"}
 
 
 def _decided(session: Session, project_id: int) -> list[dict[str, Any]]:
@@ -73,8 +76,52 @@ def _graphml(session: Session, project_id: int, items: list[dict[str, Any]]) -> 
     return buffer.getvalue()
 
 
+def _line(kind: str, **fields: Any) -> str:
+    fields = {k: v for k, v in fields.items() if v is not None}
+    return json.dumps({"kind": kind, **fields}, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
+    """The whole project as JSON Lines records that ``POST .../import`` reads back.
+
+    Settings, concepts and the pool (with features) in registration order, then the label
+    history: each assertion and each retraction at the project version it was made, so that
+    replaying the file rebuilds the same live labels, closure and ``caused_by``.
+    """
+    pid = project["id"]
+    yield _line("project", name=project["name"], description=project["description"],
+                prediction_model=project["prediction_model"],
+                feature_length=project["feature_length"])
+    for name, description in session.execute(
+            select(Concept.name, Concept.description).where(Concept.project_id == pid)
+            .order_by(Concept.id)):
+        yield _line("concept", name=name, description=description)
+    a, b = aliased(Concept), aliased(Concept)
+    for a_name, b_name, blob in session.execute(
+            select(a.name, b.name, PoolPair.features).join(a, a.id == PoolPair.a_id)
+            .join(b, b.id == PoolPair.b_id).where(PoolPair.project_id == pid)
+            .order_by(PoolPair.id)):
+        yield _line("pair", a=a_name, b=b_name, features=decode_features(blob).tolist())
+    events: list[tuple[int, int, int, str]] = []
+    labels = session.execute(
+        select(AssertedLabel.id, a.name, b.name, AssertedLabel.positive, AssertedLabel.annotator,
+               AssertedLabel.version, AssertedLabel.retracted_version)
+        .join(a, a.id == AssertedLabel.a_id).join(b, b.id == AssertedLabel.b_id)
+        .where(AssertedLabel.project_id == pid)).all()
+    for label_id, a_name, b_name, positive, annotator, version, retracted in labels:
+        events.append((version, 0, label_id, _line(
+            "label", a=a_name, b=b_name, label="positive" if positive else "negative",
+            annotator=annotator)))
+        if retracted is not None:
+            events.append((retracted, 1, label_id, _line("retract", a=a_name, b=b_name)))
+    for *_, line in sorted(events):
+        yield line
+
+
 def export(session: Session, project: dict[str, Any], fmt: str) -> tuple[bytes, str]:
     """The export's bytes and media type."""
+    if fmt == "project":
+        return "".join(project_lines(session, project)).encode("utf-8"), MEDIA_TYPES[fmt]
     items = _decided(session, project["id"])
     if fmt == "csv":
         return _csv(items), MEDIA_TYPES[fmt]
