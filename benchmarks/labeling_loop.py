@@ -138,6 +138,7 @@ class LoopResult:
     seconds: float = 0.0
     setup_seconds: float = 0.0
     decided: bool = False  # next ran out of questions
+    finished: bool = False  # False in a checkpoint taken while the loop still runs
     error: str | None = None
 
     def ms(self, call: str) -> np.ndarray:
@@ -221,6 +222,7 @@ def run_loop(client: httpx.Client, workload: Workload, *, progress: bool = True,
     finally:
         result.seconds = time.perf_counter() - loop_start
         bar.close()
+    result.finished = True
     return result
 
 
@@ -325,7 +327,8 @@ def report(result: LoopResult, health_p50: float) -> list[str]:
     """The printed (and markdown) lines of one workload."""
     w = result.workload
     end = ("pool decided" if result.decided else
-           f"stopped: {result.error}" if result.error else "question cap reached")
+           f"stopped: {result.error}" if result.error else
+           "question cap reached" if result.finished else "still running (checkpoint)")
     lines = [f"## {w.name}", "",
              f"{w.describe()}. Setup (project, concepts, pool) {result.setup_seconds:.1f} s. "
              f"{result.questions:,} questions in {result.seconds:.1f} s = "

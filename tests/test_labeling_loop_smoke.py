@@ -34,6 +34,7 @@ def test_quick_run_writes_every_output(quick_run):
     for needle in ("/health", "## data_mining", "## generated-60", "questions/s",
                    "labels_behind"):
         assert needle in summary
+    assert summary.count("question cap reached") == 2, "both loops end at --max-questions"
     verdicts = re.findall(r"^- (PASS|FAIL)  (.+?):", summary, flags=re.MULTILINE)
     assert {t for _, t in verdicts} >= {"status p50 <= 10 ms", "next p50 <= 30 ms",
                                          "next p50 <= 150 ms", "questions/s >= 15 q/s"}
