@@ -27,6 +27,7 @@ from reasoning.closure import ContradictionError, ReasoningError
 __all__ = [
     "PROBLEMS",
     "PROBLEM_MEDIA_TYPE",
+    "BudgetExceeded",
     "BulkContradiction",
     "InternalError",
     "MethodNotAllowed",
@@ -161,6 +162,18 @@ class IdempotencyInProgress(ServiceError):
     def __init__(self, key: str) -> None:
         super().__init__(f"a request with Idempotency-Key {key!r} is still running",
                          headers={"Retry-After": "1"})
+
+
+class BudgetExceeded(ServiceError):
+    slug, status, title = "budget-exceeded", 422, "Project budget exceeded"
+    description = ("The request would grow the project past a budget (SPORAL_MAX_DECIDED_PAIRS "
+                   "decided pairs, SPORAL_MAX_CONCEPTS concepts); `budget`, `limit` and "
+                   "`would_reach` say which and by how much. Nothing was done.")
+
+    def __init__(self, budget: str, limit: int, would_reach: int, what: str) -> None:
+        super().__init__(f"{what} would make {would_reach:,} {budget.replace('_', ' ')}, over "
+                         f"the budget of {limit:,}; nothing was done",
+                         budget=budget, limit=limit, would_reach=would_reach)
 
 
 class ConcurrentChange(ServiceError):

@@ -37,6 +37,7 @@ __all__ = [
     "LabelRetracted",
     "LabelValue",
     "label_value",
+    "MAX_DECIDED_LISTED",
     "ModelInfo",
     "Name",
     "NewlyDecided",
@@ -254,6 +255,10 @@ class PairPage(BaseModel):
 
 
 # ---------------------------------------------------------------------------- labels
+MAX_DECIDED_LISTED = 1000
+"""A label's answer lists at most this many of the pairs it decided."""
+
+
 def label_value(positive: bool) -> LabelValue:
     """A label as answers write it; inside the service a label is the bool ``positive``."""
     return "positive" if positive else "negative"
@@ -304,7 +309,13 @@ class LabelCreated(BaseModel):
     created_at: datetime
     newly_decided: NewlyDecided
     decided: list[DecidedPair] = Field(
-        description="The other pairs (any two concepts) this label newly decided."
+        description="The other pairs (any two concepts) this label newly decided: the first "
+                    f"{MAX_DECIDED_LISTED:,} of `decided_total`; `decided_rest` pages the rest."
+    )
+    decided_total: int = Field(description="How many other pairs this label newly decided.")
+    decided_rest: str | None = Field(
+        default=None, description="Where to page every pair this label decided, when "
+                                  "`decided` does not hold them all (GET labels?caused_by=ID)."
     )
 
 

@@ -39,6 +39,13 @@ class Settings(BaseSettings):
     lease_seconds: float = Field(
         default=600.0, gt=0, description="How long GET .../next?annotator= reserves its pairs."
     )
+    max_decided_pairs: int = Field(
+        default=50_000_000, gt=0, description="Decided pairs one project may hold; a label "
+        "or import that would decide more is refused before the work (422 budget-exceeded)."
+    )
+    max_concepts: int = Field(
+        default=50_000, gt=0, description="Concepts one project may hold (422 budget-exceeded)."
+    )
     fresh_timeout: float = Field(
         default=10.0, gt=0, description="How long `?fresh=true` waits for a model trained on "
         "the current labels before answering 503."

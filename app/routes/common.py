@@ -14,7 +14,7 @@ from app.security import ProjectIdPath
 from app.services.idempotency import InFlight
 from app.services.state import StateRegistry
 from app.services.training import Trainer
-from app.services.unit import ProjectView, ProjectWork, open_project
+from app.services.unit import Limits, ProjectView, ProjectWork, open_project
 from app.settings import Settings
 
 __all__ = [
@@ -93,8 +93,11 @@ def _unit(kind: type[ProjectView]) -> Callable[..., Iterator[ProjectView]]:
     def dependency(project_id: ProjectIdPath, session: SessionDep,
                    request: Request) -> Iterator[ProjectView]:
         app_state = request.app.state
+        settings: Settings = app_state.settings
         with open_project(kind, session, app_state.reasoning, app_state.trainer, project_id,
-                          fresh_timeout=app_state.settings.fresh_timeout) as unit:
+                          fresh_timeout=settings.fresh_timeout,
+                          limits=Limits(settings.max_decided_pairs, settings.max_concepts)
+                          ) as unit:
             yield unit
 
     return dependency

@@ -98,6 +98,9 @@ def list_labels(
     source: Literal["asserted", "inferred", "all"] = "all",
     label: Annotated[LabelValue | None, Query()] = None,
     include_retracted: bool = False,
+    caused_by: Annotated[int | None, Query(ge=1, le=MAX_ID, description=(
+        "Only the pairs that this asserted label decided (`decided_rest` of its answer)."))]
+    = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> LabelPage:
@@ -105,5 +108,5 @@ def list_labels(
     get_project(session, project_id)
     items, total = service.list_labels(session, project_id, source=source, label=label,
                                        include_retracted=include_retracted, limit=limit,
-                                       offset=offset)
+                                       offset=offset, caused_by=caused_by)
     return LabelPage.model_validate({"items": items, "total": total})

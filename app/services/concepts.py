@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
-from app.errors import UnknownConcepts
+from app.errors import BudgetExceeded, UnknownConcepts
 from app.schemas import ConceptIn
 from app.services.state import ProjectState, load_rows
 from app.services.unit import ProjectWork
@@ -37,8 +37,15 @@ def add_concepts(work: ProjectWork, concepts: list[ConceptIn]) -> tuple[int, lis
             wanted[concept.name] = concept.description
 
     def compute(work: ProjectWork) -> list[dict[str, object]]:
-        return [{"project_id": work.state.project_id, "name": name, "description": description}
-                for name, description in wanted.items() if name not in work.state.id_of]
+        pid = work.state.project_id
+        new: list[dict[str, object]] = [
+            {"project_id": pid, "name": name, "description": description}
+            for name, description in wanted.items() if name not in work.state.id_of]
+        would_reach = len(work.state.id_of) + len(new)
+        if new and would_reach > work.limits.concepts:
+            raise BudgetExceeded("concepts", work.limits.concepts, would_reach,
+                                 "these concepts")
+        return new
 
     def store(work: ProjectWork, project: Project,
               new: list[dict[str, object]]) -> tuple[int, list[Concept]]:

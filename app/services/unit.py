@@ -33,6 +33,7 @@ from app.services.training import ModelKey, TrainedModel, Trainer
 from models import Project
 
 __all__ = [
+    "Limits",
     "ProjectView",
     "ProjectWork",
     "Retry",
@@ -67,6 +68,14 @@ def _read_project(session: Session, project_id: int) -> Project:
     return project
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What one project may hold: refused before the work (422 ``budget-exceeded``)."""
+
+    decided_pairs: int = 50_000_000
+    concepts: int = 50_000
+
+
 @dataclass
 class ProjectView:
     """A project and its reasoning state, caught up, held for one request."""
@@ -77,6 +86,7 @@ class ProjectView:
     trainer: Trainer
     registry: StateRegistry
     fresh_timeout: float
+    limits: Limits = Limits()
 
     def refresh(self) -> None:
         """Catch the state up again in a new read transaction (the lock is held)."""
@@ -166,7 +176,8 @@ class ProjectWork(ProjectView):
 
 @contextmanager
 def open_project(kind: type[V], session: Session, registry: StateRegistry, trainer: Trainer,
-                 project_id: int, *, fresh_timeout: float) -> Iterator[V]:
+                 project_id: int, *, fresh_timeout: float,
+                 limits: Limits = Limits()) -> Iterator[V]:
     """The unit of work of one request on ``project_id`` (see the module docstring)."""
     if session.get(Project, project_id) is None:  # no cached state for unknown projects
         raise ProjectNotFound(project_id)
@@ -183,7 +194,7 @@ def open_project(kind: type[V], session: Session, registry: StateRegistry, train
             raise
         catch_up(session, state, project)
         entered = state.mutations
-        yield kind(session, project, state, trainer, registry, fresh_timeout)
+        yield kind(session, project, state, trainer, registry, fresh_timeout, limits)
     except BaseException:
         if state.mutations != entered:
             state.invalidate()

@@ -105,6 +105,22 @@ def test_retraction_equals_rebuild_from_the_rest(case, data):
     assert _state(closure) == fixpoint(n, labels)[:2], "retract must not change the original"
 
 
+@settings(max_examples=100, deadline=None)
+@given(arbitrary_labels())
+def test_growth_counts_exactly_what_a_label_would_decide(case):
+    n, labels = case
+    closure = Closure(range(n))
+    for a, b, positive in labels:
+        before = len(closure)
+        predicted = closure.growth(a, b, positive)
+        try:
+            closure.add_label(a, b, positive)
+        except ContradictionError:
+            assert len(closure) == before
+            continue
+        assert len(closure) - before == predicted
+
+
 @settings(max_examples=60, deadline=None)
 @given(orders_and_labels(), st.data())
 def test_replay_names_the_first_label_that_decides_each_pair(case, data):

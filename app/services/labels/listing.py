@@ -14,8 +14,8 @@ __all__ = ["list_labels"]
 
 
 def list_labels(session: Session, project_id: int, *, source: str, label: str | None,
-                include_retracted: bool, limit: int | None,
-                offset: int) -> tuple[list[dict[str, Any]], int]:
+                include_retracted: bool, limit: int | None, offset: int,
+                caused_by: int | None = None) -> tuple[list[dict[str, Any]], int]:
     """Decided pairs (and optionally retracted labels), newest deciding label first."""
     a, b = aliased(Concept), aliased(Concept)
     postgres = session.get_bind().dialect.name == "postgresql"
@@ -39,8 +39,10 @@ def list_labels(session: Session, project_id: int, *, source: str, label: str | 
             query = query.where(ClosurePair.asserted.is_(source == "asserted"))
         if label is not None:
             query = query.where(ClosurePair.positive.is_(label == "positive"))
+        if caused_by is not None:
+            query = query.where(ClosurePair.caused_by == caused_by)
         parts.append(query)
-    if include_retracted and source != "inferred":
+    if include_retracted and source != "inferred" and caused_by is None:
         query = (
             select(
                 a.name.label("a"), b.name.label("b"), AssertedLabel.positive.label("positive"),

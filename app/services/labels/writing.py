@@ -14,8 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from app.errors import BulkContradiction, Contradiction, InvalidItems, UnknownConcepts
+from app.errors import (
+    BudgetExceeded,
+    BulkContradiction,
+    Contradiction,
+    InvalidItems,
+    UnknownConcepts,
+)
 from app.schemas import (
+    MAX_DECIDED_LISTED,
     BulkLabels,
     BulkLabelsCreated,
     DecidedPair,
@@ -86,20 +93,37 @@ class _Planned:
 
 
 def _decided(state: ProjectState, update: Update) -> list[DecidedPair]:
+    """The first :data:`MAX_DECIDED_LISTED` pairs ``update`` decided (an answer stays small)."""
     name: dict[Any, str] = state.name_of
-    return ([DecidedPair(a=name[a], b=name[b], label="positive") for a, b in update.positive]
-            + [DecidedPair(a=name[a], b=name[b], label="negative") for a, b in update.negative])
+    listed = [DecidedPair(a=name[a], b=name[b], label="positive")
+              for a, b in update.positive[:MAX_DECIDED_LISTED]]
+    return listed + [DecidedPair(a=name[a], b=name[b], label="negative")
+                     for a, b in update.negative[:MAX_DECIDED_LISTED - len(listed)]]
 
 
 def _created(state: ProjectState, a: str, b: str, positive: bool, live: LiveLabel,
              update: Update | None) -> dict[str, Any]:
+    total = len(update.positive) + len(update.negative) if update is not None else 0
+    rest = (f"/projects/{state.project_id}/labels?caused_by={live.id}&source=inferred"
+            if total > MAX_DECIDED_LISTED else None)
     return LabelCreated(
         id=live.id, a=a, b=b, label=label_value(positive), annotator=live.annotator,
         created_at=live.created_at,
         newly_decided=NewlyDecided(positive=len(update.positive) if update else 0,
                                    negative=len(update.negative) if update else 0),
         decided=_decided(state, update) if update is not None else [],
+        decided_total=total, decided_rest=rest,
     ).model_dump(mode="json")
+
+
+def within_budget(work: ProjectWork, closure: Closure, a_id: int, b_id: int, positive: bool,
+                  what: str) -> None:
+    """Refuse, before the work, a label that would grow the closure past the budget."""
+    limit = work.limits.decided_pairs
+    if len(closure) >= limit - len(closure.concepts) ** 2:  # else no label can reach it
+        would_reach = len(closure) + closure.growth(a_id, b_id, positive)
+        if would_reach > limit:
+            raise BudgetExceeded("decided_pairs", limit, would_reach, what)
 
 
 def post_label(work: ProjectWork, body: LabelIn,
@@ -119,6 +143,7 @@ def post_label(work: ProjectWork, body: LabelIn,
         if live is not None and live.positive == positive:
             return 200, _created(state, body.a, body.b, positive, live, None)
         was_decided = state.closure.status(a_id, b_id).value is not None
+        within_budget(work, state.closure, a_id, b_id, positive, "this label")
         try:
             update = state.add_label(a_id, b_id, positive)
         except ContradictionError as exc:
@@ -210,6 +235,8 @@ def post_bulk(work: ProjectWork, body: BulkLabels,
                 items.append(_BulkItem(index, a_id, b_id, item.positive, item.annotator,
                                        None, True))
                 continue
+            within_budget(work, closure, a_id, b_id, item.positive,
+                          f"label {index} of the import")
             try:
                 update = closure.add_label(a_id, b_id, item.positive)
             except ContradictionError as exc:
