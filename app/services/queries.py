@@ -101,7 +101,8 @@ def next_queries(work: ProjectWork, strategy: str, k: int, annotator: str | None
         outputs = model.pool_outputs(state) if model is not None else None
         chosen = select_rows(strategy, closure=state.closure, pool=state.pool_index(),
                              X=state.pool.X, candidates=candidates,
-                             model=None, outputs=outputs, k=k, random_state=state.version)
+                             model=None, outputs=outputs, k=k,
+                             random_state=state.label_events)
         return _Choice(chosen, [int(state.pool.ids[r]) for r in chosen.rows.tolist()],
                        int(undecided.sum()), model)
 
