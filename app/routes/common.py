@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import json
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+from starlette.responses import Response
 
 from app.db import SessionDep
 from app.errors import PROBLEM_MEDIA_TYPE, PROBLEMS
@@ -107,3 +111,55 @@ def _unit(kind: type[ProjectView]) -> Callable[..., Iterator[ProjectView]]:
 # handler only ("function" scope: released before the answer is sent).
 ReadProject = Annotated[ProjectView, Depends(_unit(ProjectView), scope="function")]
 WriteProject = Annotated[ProjectWork, Depends(_unit(ProjectWork), scope="function")]
+
+
+class _DuplicateKey(json.JSONDecodeError):
+    """A JSON object names ``key`` twice (FastAPI reports any decode error as a 422)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicate key {key!r} in a JSON object", "", 0)
+        self.key = key
+
+
+def _without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return obj
+
+
+class _StrictJSONRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_strict_json"):
+            self._strict_json = json.loads(await self.body(), object_pairs_hook=_without_duplicates)
+        return self._strict_json
+
+
+class StrictJSONRoute(APIRoute):
+    """A route whose JSON body may not name a key twice in one object: 422 naming the key.
+
+    Python's ``json`` keeps the last value of a repeated key, so ``{"label": "positive",
+    "label": "negative"}`` was stored as negative without a word; other parsers keep the first.
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def strict(request: Request) -> Response:
+            try:
+                return await handler(_StrictJSONRequest(request.scope, request.receive))
+            except RequestValidationError as exc:
+                if not isinstance(exc.__cause__, _DuplicateKey):
+                    raise
+                raise RequestValidationError([{
+                    "type": "json_duplicate_key", "loc": ("body",), "msg": exc.__cause__.msg,
+                    "input": {}}]) from None
+
+        return strict
+
+
+__all__ += ["StrictJSONRoute"]

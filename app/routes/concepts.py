@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.db import SessionDep
-from app.routes.common import Limit, Offset, WriteProject, problem_responses
+from app.routes.common import Limit, Offset, StrictJSONRoute, WriteProject, problem_responses
 from app.schemas import ConceptPage, ConceptRead, ConceptsCreate, ConceptsCreated
 from app.security import ProjectIdPath, ProjectKeyDep
 from app.services import concepts as service
@@ -15,7 +15,8 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/projects/{project_id}/concepts", tags=["concepts"],
                    dependencies=[ProjectKeyDep],
-                   responses=problem_responses(401, 403, 404, 422, 503))
+                   responses=problem_responses(401, 403, 404, 422, 503),
+                   route_class=StrictJSONRoute)
 
 
 @router.post("", status_code=201, response_model=ConceptsCreated,

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from app.errors import PayloadTooLarge
-from app.routes.common import problem_responses
+from app.routes.common import StrictJSONRoute, problem_responses
 from app.security import ProjectIdPath, ProjectKeyDep
 from app.services.importing import ImportSummary, file_source, import_source
 from app.services.unit import ProjectWork, open_project
@@ -28,7 +28,8 @@ SPOOL_IN_MEMORY = 8 * 1024 * 1024
 
 router = APIRouter(prefix="/projects/{project_id}", tags=["import"],
                    dependencies=[ProjectKeyDep],
-                   responses=problem_responses(401, 403, 404, 409, 413, 422, 503))
+                   responses=problem_responses(401, 403, 404, 409, 413, 422, 503),
+                   route_class=StrictJSONRoute)
 
 Format = Annotated[Literal["jsonl", "csv"] | None, Query(
     description="The file's format (docs/formats.md); default from the Content-Type: "

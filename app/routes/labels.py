@@ -10,7 +10,14 @@ from fastapi.responses import JSONResponse, Response
 
 from app.db import SessionDep
 from app.errors import ProblemResponse
-from app.routes.common import InFlightDep, Limit, Offset, WriteProject, problem_responses
+from app.routes.common import (
+    InFlightDep,
+    Limit,
+    Offset,
+    StrictJSONRoute,
+    WriteProject,
+    problem_responses,
+)
 from app.schemas import (
     BulkLabels,
     BulkLabelsCreated,
@@ -31,7 +38,8 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/projects/{project_id}/labels", tags=["labels"],
                    dependencies=[ProjectKeyDep],
-                   responses=problem_responses(401, 403, 404, 422, 503))
+                   responses=problem_responses(401, 403, 404, 422, 503),
+                   route_class=StrictJSONRoute)
 
 IdempotencyKey = Annotated[
     str | None,

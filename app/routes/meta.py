@@ -10,12 +10,12 @@ from sqlalchemy import text
 from app import __version__
 from app.db import SessionDep
 from app.errors import PROBLEMS, NotFound
-from app.routes.common import SettingsDep, problem_responses
+from app.routes.common import SettingsDep, StrictJSONRoute, problem_responses
 from app.schemas import Health
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["service"])
+router = APIRouter(tags=["service"], route_class=StrictJSONRoute)
 
 
 @router.get("/health", response_model=Health, responses=problem_responses(503))

@@ -12,6 +12,7 @@ from app.routes.common import (
     Limit,
     Offset,
     ReadProject,
+    StrictJSONRoute,
     WriteProject,
     problem_responses,
 )
@@ -25,7 +26,8 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/projects/{project_id}/pairs", tags=["pairs"],
                    dependencies=[ProjectKeyDep],
-                   responses=problem_responses(401, 403, 404, 422, 503))
+                   responses=problem_responses(401, 403, 404, 422, 503),
+                   route_class=StrictJSONRoute)
 
 ConceptQuery = Annotated[Name, Query(description="A concept's name.")]
 

@@ -11,6 +11,7 @@ from app.routes.common import (
     ReadProject,
     RegistryDep,
     SettingsDep,
+    StrictJSONRoute,
     problem_responses,
 )
 from app.schemas import (
@@ -28,10 +29,12 @@ from app.services import projects as service
 __all__ = ["admin_router", "router"]
 
 admin_router = APIRouter(prefix="/projects", tags=["projects"], dependencies=[AdminDep],
-                         responses=problem_responses(401, 403, 422, 503))
+                         responses=problem_responses(401, 403, 422, 503),
+                         route_class=StrictJSONRoute)
 router = APIRouter(prefix="/projects/{project_id}", tags=["projects"],
                    dependencies=[ProjectKeyDep],
-                   responses=problem_responses(401, 403, 404, 422, 503))
+                   responses=problem_responses(401, 403, 404, 422, 503),
+                   route_class=StrictJSONRoute)
 
 
 @admin_router.post("", status_code=201, response_model=ProjectCreated,

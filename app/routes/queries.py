@@ -14,6 +14,7 @@ from app.routes.common import (
     Offset,
     ReadProject,
     SettingsDep,
+    StrictJSONRoute,
     WriteProject,
     problem_responses,
 )
@@ -26,7 +27,8 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/projects/{project_id}", tags=["questions"],
                    dependencies=[ProjectKeyDep],
-                   responses=problem_responses(401, 403, 404, 422, 503))
+                   responses=problem_responses(401, 403, 404, 422, 503),
+                   route_class=StrictJSONRoute)
 # (409 on next: a concurrent change kept moving the project; retry)
 
 MAX_BATCH = 100
