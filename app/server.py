@@ -11,7 +11,12 @@ import uvicorn
 from app.db import migrate
 from app.settings import get_settings
 
-__all__ = ["check_listen", "serve"]
+__all__ = ["MAX_HEADER_BYTES", "check_listen", "serve"]
+
+# The request line and headers of one request may not exceed this: uvicorn's default parser
+# (httptools) has no limit, and one request with an 80 MB header held the event loop for 33 s.
+# h11 refuses a larger head with 400 as soon as its buffer passes the limit.
+MAX_HEADER_BYTES = 64 * 1024
 
 
 def check_listen(host: str, port: int) -> None:
@@ -40,4 +45,5 @@ def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 1) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     migrate(get_settings().database_url)
     uvicorn.run("app.main:create_app", factory=True, host=host, port=port,
-                workers=max(1, workers), log_level="info", proxy_headers=False)
+                workers=max(1, workers), log_level="info", proxy_headers=False,
+                http="h11", h11_max_incomplete_event_size=MAX_HEADER_BYTES)
