@@ -304,7 +304,7 @@ class Trainer:
 
     def changed(self, state: ProjectState) -> None:
         """The state's labels or pool changed: schedule every model it wants."""
-        for name in state.wanted:
+        for name in list(state.wanted):  # (requests add to it under the state's lock)
             model = state.models.get(name)
             if model is None or not model.is_fresh(state):
                 self._schedule(state.project_id, _parse(name))
