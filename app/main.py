@@ -17,7 +17,7 @@ from threadpoolctl import threadpool_limits
 from app import __version__
 from app.db import Database
 from app.errors import install_error_handlers
-from app.middleware import BodySizeLimit
+from app.middleware import BodySizeLimit, KeyCheck
 from app.routes import concepts, export, importing, labels, meta, pairs, projects, queries
 from app.routes.docs import install_docs
 from app.routes.ui import install_ui
@@ -124,6 +124,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes,
                        streamed=importing.IMPORT_PATH,
                        max_streamed_bytes=settings.max_import_bytes)
+    # Added after (so outside) the size limit, which reads the body: keys are checked first.
+    app.add_middleware(KeyCheck, settings=settings, database=database)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

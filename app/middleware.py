@@ -1,19 +1,78 @@
-"""ASGI middleware: a request-body size limit (Starlette has none).
+"""ASGI middleware: API keys checked before the body, and a request-body size limit.
 
-A body larger than the limit is refused with 413 before anything parses it: at once when its
-``Content-Length`` says so, otherwise as soon as the bytes received pass the limit (chunked
-uploads). The accepted body is buffered and handed on unchanged.
+:class:`KeyCheck` refuses a request under ``/projects`` whose key cannot open it before one
+byte of its body is read (FastAPI reads and parses the body before it runs the route's key
+dependency, so a 60 MB body without a key was parsed before its 401).
+
+:class:`BodySizeLimit`: a body larger than the limit is refused with 413 before anything parses
+it: at once when its ``Content-Length`` says so, otherwise as soon as the bytes received pass
+the limit (chunked uploads). The accepted body is buffered and handed on unchanged.
 """
 
 from __future__ import annotations
 
 import re
+from functools import partial
 
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.errors import PayloadTooLarge, ProblemResponse, problem_body
+from app.db import Database
+from app.errors import Forbidden, PayloadTooLarge, ProblemResponse, Unauthorized, problem_body
+from app.security import MAX_ID, check_admin_key, check_project_key, project_of_key
+from app.settings import Settings
 
-__all__ = ["BodySizeLimit"]
+__all__ = ["BodySizeLimit", "KeyCheck"]
+
+_ADMIN_PATH = re.compile(r"/projects/?")
+_PROJECT_PATH = re.compile(r"/projects/([^/]+)(?:/.*)?")
+
+
+class KeyCheck:
+    """With keys on, refuse a request under ``/projects`` that its key cannot open, unread.
+
+    The same checks as the routes' dependencies (:mod:`app.security`), which still run:
+    ``/projects`` itself needs the admin key; ``/projects/{id}/...`` needs that project's key
+    or the admin key (the admin-only routes below it are refused by their dependency). The
+    refusal is the dependency's 401 or 403 problem, with the same headers.
+    """
+
+    def __init__(self, app: ASGIApp, settings: Settings, database: Database) -> None:
+        self.app = app
+        self.settings = settings
+        self.database = database
+
+    def _check(self, key: str | None, project: str | None) -> None:
+        with self.database.sessions() as session:
+            owner_of = partial(project_of_key, session)
+            if project is None:
+                check_admin_key(self.settings, key, owner_of)
+                return
+            project_id = int(project) if project.isdigit() and len(project) <= 10 else 0
+            check_project_key(self.settings, key,
+                              project_id if 1 <= project_id <= MAX_ID else None, owner_of)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.settings.open_mode:
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        matched = _PROJECT_PATH.fullmatch(path)
+        if matched is None and _ADMIN_PATH.fullmatch(path) is None:
+            await self.app(scope, receive, send)
+            return
+        key = next((value.decode("latin-1") for name, value in scope.get("headers", ())
+                    if name == b"x-api-key"), None)
+        try:
+            # A project key is looked up in the database: off the event loop.
+            await run_in_threadpool(self._check, key, matched and matched.group(1))
+        except (Unauthorized, Forbidden) as error:
+            body = problem_body(error.slug, error.detail, path)
+            response = ProblemResponse(body, status_code=error.kind.status,
+                                       headers=error.headers)
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 class BodySizeLimit:

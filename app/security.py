@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Callable
+from functools import partial
 from typing import Annotated
 
 from fastapi import Depends, Path, Request, Security
 from fastapi.security import APIKeyHeader
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from app.db import SessionDep
 from app.errors import Forbidden, Unauthorized
@@ -26,8 +29,11 @@ __all__ = [
     "ApiKeyDep",
     "ProjectIdPath",
     "ProjectKeyDep",
+    "check_admin_key",
+    "check_project_key",
     "hash_key",
     "new_key",
+    "project_of_key",
     "require_admin",
     "require_project_key",
 ]
@@ -65,7 +71,8 @@ def _is_admin(settings: Settings, key: str) -> bool:
                                   settings.admin_key.get_secret_value().encode("utf-8"))
 
 
-def _project_of_key(session: SessionDep, key: str) -> int | None:
+def project_of_key(session: Session, key: str) -> int | None:
+    """The id of the project whose key is ``key``, if any (one indexed read)."""
     digest = hash_key(key)
     row = session.execute(
         select(Project.id, Project.api_key_hash).where(Project.api_key_hash == digest)
@@ -75,35 +82,67 @@ def _project_of_key(session: SessionDep, key: str) -> int | None:
     return row.id if secrets.compare_digest(row.api_key_hash, digest) else None
 
 
-def require_admin(request: Request, session: SessionDep, key: ApiKeyDep) -> None:
-    """Only the admin key may create, list and delete projects (when one is configured)."""
-    settings = _settings(request)
+KeyOwner = Callable[[str], int | None]
+"""Finds the project of a key (:func:`project_of_key` bound to a session)."""
+
+
+def check_admin_key(settings: Settings, key: str | None, owner_of: KeyOwner) -> None:
+    """Raise unless ``key`` may manage projects: the admin key, or any key in open mode.
+
+    Raises
+    ------
+    Unauthorized
+        No key, or a key nobody holds.
+    Forbidden
+        A project's key.
+    """
     if settings.open_mode:
         return
     if not key:
         raise Unauthorized("this route needs the admin key in the X-API-Key header")
     if _is_admin(settings, key):
         return
-    if _project_of_key(session, key) is not None:
+    if owner_of(key) is not None:
         raise Forbidden("a project key cannot manage projects; this route needs the admin key")
     raise Unauthorized("unknown API key")
 
 
-def require_project_key(project_id: ProjectIdPath, request: Request, session: SessionDep,
-                        key: ApiKeyDep) -> None:
-    """The routes of a project need its key (or the admin key) when keys are configured."""
-    settings = _settings(request)
+def check_project_key(settings: Settings, key: str | None, project_id: int | None,
+                      owner_of: KeyOwner) -> None:
+    """Raise unless ``key`` opens project ``project_id``: its own key or the admin key.
+
+    ``project_id=None`` (a path whose id is not even an id) accepts any valid key and leaves
+    the answer to the route.
+
+    Raises
+    ------
+    Unauthorized
+        No key, or a key nobody holds.
+    Forbidden
+        Another project's key.
+    """
     if settings.open_mode:
         return
     if not key:
         raise Unauthorized("this project needs its API key in the X-API-Key header")
     if _is_admin(settings, key):
         return
-    owner = _project_of_key(session, key)
+    owner = owner_of(key)
     if owner is None:
         raise Unauthorized("unknown API key")
-    if owner != project_id:
+    if project_id is not None and owner != project_id:
         raise Forbidden("this API key belongs to another project")
+
+
+def require_admin(request: Request, session: SessionDep, key: ApiKeyDep) -> None:
+    """Only the admin key may create, list and delete projects (when one is configured)."""
+    check_admin_key(_settings(request), key, partial(project_of_key, session))
+
+
+def require_project_key(project_id: ProjectIdPath, request: Request, session: SessionDep,
+                        key: ApiKeyDep) -> None:
+    """The routes of a project need its key (or the admin key) when keys are configured."""
+    check_project_key(_settings(request), key, project_id, partial(project_of_key, session))
 
 
 AdminDep = Depends(require_admin)

@@ -1,7 +1,7 @@
-"""The edge over a real socket: a header-size limit.
+"""The edge over a real socket: a header-size limit, keys before the body.
 
-A scaled-down reproduction of what an outsider found: an 80 MB header froze the event loop for
-33 s (no header limit).
+Scaled-down reproductions of what an outsider found: an 80 MB header froze the event loop for
+33 s (no header limit), and a 60 MB body without a key was read and parsed before its 401.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import httpx
 
 from tests.reliability.harness import Server, sqlite_url
 
@@ -44,3 +46,19 @@ def test_an_oversized_header_is_refused_at_once(
     # Headers of an ordinary size still pass, and the server still serves.
     ordinary = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Filler: " + b"a" * 8_000 + b"\r\n\r\n"
     assert _raw_request(server, ordinary) == 200
+
+
+def test_a_large_body_without_a_key_gets_its_401_and_the_server_stays_up(
+        tmp_path: Path, start_server: Callable[..., Server]) -> None:
+    server = start_server(sqlite_url(tmp_path / "sporal.db"),
+                          env={"SPORAL_ADMIN_KEY": ADMIN_KEY})
+    document = b'{"labels": [' + b",".join([b'{"a": "x", "b": "y", "label": "positive"}']
+                                         * 100_000) + b"]}"
+    with httpx.Client(base_url=server.base_url, timeout=60.0) as client:
+        pid = client.post("/projects", json={"name": "p"},
+                          headers={"X-API-Key": ADMIN_KEY}).json()["id"]
+        response = client.post(f"/projects/{pid}/labels/bulk", content=document,
+                               headers={"content-type": "application/json"})
+        assert response.status_code == 401, response.text
+        assert response.headers["www-authenticate"] == 'APIKey header="X-API-Key"'
+        assert client.get("/health").status_code == 200
