@@ -43,7 +43,12 @@ def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 1) -> None:
     """
     check_listen(host, port)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    migrate(get_settings().database_url)
+    settings = get_settings()
+    migrate(settings.database_url)
+    # On SIGTERM, requests still running after the shutdown timeout are cancelled and the
+    # process exits (uvicorn re-raises the signal, so a request stuck in a worker thread does
+    # not hold it); without the timeout one heavy request kept the process alive forever.
     uvicorn.run("app.main:create_app", factory=True, host=host, port=port,
                 workers=max(1, workers), log_level="info", proxy_headers=False,
-                http="h11", h11_max_incomplete_event_size=MAX_HEADER_BYTES)
+                http="h11", h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+                timeout_graceful_shutdown=settings.shutdown_timeout)

@@ -72,6 +72,10 @@ class Settings(BaseSettings):
         default=1, ge=1, description="Threads of numpy's BLAS per process. Requests already "
         "run in parallel threads; more BLAS threads on top only fight for the cores."
     )
+    shutdown_timeout: int = Field(
+        default=30, ge=1, description="On SIGTERM, how long running requests may finish; then "
+        "they are cancelled and the process exits (their transactions roll back)."
+    )
 
     @field_validator("cors_origins", mode="before")
     @classmethod
