@@ -76,6 +76,10 @@ class Settings(BaseSettings):
         default=30, ge=1, description="On SIGTERM, how long running requests may finish; then "
         "they are cancelled and the process exits (their transactions roll back)."
     )
+    idempotency_ttl_seconds: int = Field(
+        default=86_400, ge=1, description="How long the answer stored under an "
+        "Idempotency-Key is kept: past it, the key acts as new and the record is deleted."
+    )
 
     @field_validator("cors_origins", mode="before")
     @classmethod

@@ -211,7 +211,11 @@ class IdempotencyRecord(Base):
     """The stored first response of a request sent with an ``Idempotency-Key``."""
 
     __tablename__ = "idempotency_records"
-    __table_args__ = (UniqueConstraint("project_id", "key"),)
+    __table_args__ = (
+        UniqueConstraint("project_id", "key"),
+        # The sweep of expired records reads a project's oldest records first.
+        Index("ix_idempotency_records_project_id_created_at", "project_id", "created_at"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     project_id: Mapped[int] = mapped_column(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Path, Query, Request
@@ -63,8 +64,9 @@ def _once(apply: Callable[..., service.Outcome], kind: str, work: ProjectWork, b
     if idempotency_key is None:
         return _answer(apply(work, body), None)
     project_id = work.state.project_id
+    ttl = timedelta(seconds=request.app.state.settings.idempotency_ttl_seconds)
     idem = Idempotency(project_id, idempotency_key, request_hash(kind, body),
-                       instance=request.url.path)
+                       instance=request.url.path, ttl=ttl)
     with inflight.claim(project_id, idempotency_key):
         return _answer(apply(work, body, idem), idem)
 

@@ -8,6 +8,11 @@ A retry with the same key and body replays that response; the key with another b
 with its own problem type. Refusals before execution (schema errors, unknown concepts) are not
 stored, so a corrected retry with the same key can still pass. (Across
 processes the project lock makes the retry wait for the first request, then replay it.)
+
+Records expire after ``ttl`` (``SPORAL_IDEMPOTENCY_TTL_SECONDS``, default a day): an older
+record is ignored, so its key acts as new, and each stored record deletes at most
+:data:`SWEEP_BATCH` expired records of its project, in the same transaction, so that the table
+holds about one TTL's worth of answers instead of every answer ever given.
 """
 
 from __future__ import annotations
@@ -18,16 +23,23 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app.errors import IdempotencyInProgress, IdempotencyKeyReused, ServiceError, problem_body
 from models import IdempotencyRecord
+from models.base import utcnow
 
-__all__ = ["Idempotency", "InFlight", "request_hash"]
+__all__ = ["DEFAULT_TTL", "SWEEP_BATCH", "Idempotency", "InFlight", "request_hash"]
+
+DEFAULT_TTL = timedelta(days=1)
+SWEEP_BATCH = 100
+"""Expired records deleted, at most, with each record stored (more than one per store, so the
+expired ones never pile up; few enough to keep the write short)."""
 
 
 def request_hash(kind: str, body: BaseModel) -> str:
@@ -65,7 +77,12 @@ class Idempotency:
     key: str
     request_hash: str
     instance: str | None = None
+    ttl: timedelta = DEFAULT_TTL
     replayed: bool = False
+
+    def _cutoff(self) -> datetime:
+        """Records created at or before this are expired."""
+        return utcnow() - self.ttl
 
     def problem(self, error: ServiceError) -> dict[str, Any]:
         """The problem body of ``error``, to answer and store like any outcome."""
@@ -75,8 +92,8 @@ class Idempotency:
         """The stored ``(status, body)`` of the first request with this key, if any."""
         record = session.scalar(select(IdempotencyRecord).where(
             IdempotencyRecord.project_id == self.project_id, IdempotencyRecord.key == self.key))
-        if record is None:
-            return None
+        if record is None or record.created_at <= self._cutoff():
+            return None  # an expired record is as good as none: the key acts as new
         if record.request_hash != self.request_hash:
             raise IdempotencyKeyReused(
                 f"Idempotency-Key {self.key!r} was already used with another request body")
@@ -84,6 +101,20 @@ class Idempotency:
         return record.status_code, json.loads(record.response_body)
 
     def store(self, session: Session, status: int, body: dict[str, Any]) -> None:
+        """Store the outcome; delete this key's expired record and a batch of others.
+
+        Called after :meth:`lookup` found nothing in the same transaction, so a record with
+        this key, if any, is expired.
+        """
+        records = IdempotencyRecord
+        expired = (select(records.id)
+                   .where(records.project_id == self.project_id,
+                          records.created_at <= self._cutoff())
+                   .order_by(records.created_at).limit(SWEEP_BATCH))
+        for doomed in (records.id.in_(expired.scalar_subquery()),
+                       (records.project_id == self.project_id) & (records.key == self.key)):
+            session.execute(delete(records).where(doomed),
+                            execution_options={"synchronize_session": False})
         session.add(IdempotencyRecord(project_id=self.project_id, key=self.key,
                                       request_hash=self.request_hash, status_code=status,
                                       response_body=json.dumps(body, default=str)))

@@ -11,12 +11,15 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
+from sqlalchemy import func, select
 
+from models import IdempotencyRecord
 from tests.api.conftest import ADMIN_KEY, assert_problem, new_project
 
 ADMIN = {"X-API-Key": ADMIN_KEY}
@@ -125,6 +128,57 @@ def test_open_mode_reads_bodies_without_a_key(client: TestClient) -> None:
     status, _, body, read = _asgi_call(client, "POST", "/projects", {}, chunks=1)
     # A body of blanks is no JSON document: refused after it was read, as before.
     assert (status, read) == (422, 1), body
+
+
+# --------------------------------------------------------------------------------------------
+# Idempotency records expire
+# --------------------------------------------------------------------------------------------
+
+
+def _age_records(client: TestClient, by: timedelta) -> None:
+    with client.app.state.database.sessions.begin() as session:  # type: ignore[attr-defined]
+        for record in session.scalars(select(IdempotencyRecord)):
+            record.created_at -= by
+
+
+def _records(client: TestClient) -> int:
+    with client.app.state.database.sessions() as session:  # type: ignore[attr-defined]
+        return int(session.scalar(select(func.count()).select_from(IdempotencyRecord)) or 0)
+
+
+def test_a_key_past_its_ttl_acts_as_new(make_client: Callable[..., TestClient]) -> None:
+    client = make_client(idempotency_ttl_seconds=3600)
+    pid = new_project(client, ["a", "b", "c"])
+    key = {"Idempotency-Key": "reused-tomorrow"}
+    first = client.post(f"/projects/{pid}/labels", json={"a": "a", "b": "b", "label": "positive"},
+                        headers=key)
+    assert first.status_code == 201, first.text
+    _age_records(client, timedelta(seconds=3601))
+    second = client.post(f"/projects/{pid}/labels",
+                         json={"a": "b", "b": "c", "label": "positive"}, headers=key)
+    assert second.status_code == 201, second.text
+    assert "idempotent-replayed" not in second.headers
+    # Within its TTL the new record replays as usual.
+    again = client.post(f"/projects/{pid}/labels",
+                        json={"a": "b", "b": "c", "label": "positive"}, headers=key)
+    assert again.headers.get("idempotent-replayed") == "true"
+    assert again.json() == second.json()
+
+
+def test_expired_records_are_deleted_as_new_ones_are_stored(
+        make_client: Callable[..., TestClient]) -> None:
+    client = make_client(idempotency_ttl_seconds=3600)
+    pid = new_project(client, [f"c{i}" for i in range(6)])
+    for i in range(5):
+        response = client.post(f"/projects/{pid}/labels", headers={"Idempotency-Key": f"k{i}"},
+                               json={"a": f"c{i}", "b": f"c{i + 1}", "label": "positive"})
+        assert response.status_code == 201, response.text
+    assert _records(client) == 5
+    _age_records(client, timedelta(days=2))
+    response = client.post(f"/projects/{pid}/labels", headers={"Idempotency-Key": "fresh"},
+                           json={"a": "c5", "b": "c0", "label": "negative"})
+    assert response.status_code in (200, 201), response.text
+    assert _records(client) == 1  # only the fresh one is left
 
 
 # --------------------------------------------------------------------------------------------
