@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from app.db import SessionDep
-from app.routes.common import problem_responses
+from app.routes.common import StrictJSONRoute, problem_responses
 from app.security import ProjectIdPath, ProjectKeyDep
 from app.services.annotators import annotator_counts
 from app.services.projects import get_project
@@ -14,7 +14,7 @@ from app.services.projects import get_project
 __all__ = ["AnnotatorCounts", "AnnotatorPage", "router"]
 
 router = APIRouter(prefix="/projects/{project_id}/annotators", tags=["annotators"],
-                   dependencies=[ProjectKeyDep],
+                   dependencies=[ProjectKeyDep], route_class=StrictJSONRoute,
                    responses=problem_responses(401, 403, 404, 422, 503))
 
 
