@@ -113,7 +113,7 @@ def import_local(settings: Settings, project: str, source: Source
     from app.db import Database, migrate
     from app.services.state import StateRegistry
     from app.services.training import Trainer
-    from app.services.unit import ProjectWork, open_project
+    from app.services.unit import Limits, ProjectWork, open_project
 
     migrate(settings.database_url)
     database = Database(settings.database_url, settings)
@@ -123,7 +123,8 @@ def import_local(settings: Settings, project: str, source: Source
         with database.sessions() as session:
             pid, key = _project_in(session, project, settings)
             with open_project(ProjectWork, session, registry, trainer, pid,
-                              fresh_timeout=settings.fresh_timeout) as work, \
+                              fresh_timeout=settings.fresh_timeout,
+                              limits=Limits.of(settings)) as work, \
                     tqdm(unit="records", desc="writing", disable=None) as bar:
                 def progress(done: int, total: int) -> None:
                     bar.total = total

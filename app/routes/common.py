@@ -100,8 +100,7 @@ def _unit(kind: type[ProjectView]) -> Callable[..., Iterator[ProjectView]]:
         settings: Settings = app_state.settings
         with open_project(kind, session, app_state.reasoning, app_state.trainer, project_id,
                           fresh_timeout=settings.fresh_timeout,
-                          limits=Limits(settings.max_decided_pairs, settings.max_concepts)
-                          ) as unit:
+                          limits=Limits.of(settings)) as unit:
             yield unit
 
     return dependency

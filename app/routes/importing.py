@@ -17,7 +17,7 @@ from app.errors import PayloadTooLarge
 from app.routes.common import StrictJSONRoute, problem_responses
 from app.security import ProjectIdPath, ProjectKeyDep
 from app.services.importing import ImportSummary, file_source, import_source
-from app.services.unit import ProjectWork, open_project
+from app.services.unit import Limits, ProjectWork, open_project
 
 __all__ = ["router", "IMPORT_PATH"]
 
@@ -44,7 +44,8 @@ def _run(app_state: Any, project_id: int, spool: IO[bytes],
 
     with app_state.database.sessions() as session, open_project(
             ProjectWork, session, app_state.reasoning, app_state.trainer, project_id,
-            fresh_timeout=app_state.settings.fresh_timeout) as work:
+            fresh_timeout=app_state.settings.fresh_timeout,
+            limits=Limits.of(app_state.settings)) as work:
         return import_source(work, file_source(reopen, fmt))
 
 

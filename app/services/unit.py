@@ -30,6 +30,7 @@ from app.db import write_transaction
 from app.errors import ConcurrentChange, ModelNotReady, ProjectNotFound
 from app.services.state import ProjectState, StateRegistry, catch_up
 from app.services.training import ModelKey, TrainedModel, Trainer
+from app.settings import Settings
 from models import Project
 
 __all__ = [
@@ -74,6 +75,10 @@ class Limits:
 
     decided_pairs: int = 50_000_000
     concepts: int = 50_000
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        return cls(settings.max_decided_pairs, settings.max_concepts)
 
 
 @dataclass
