@@ -55,20 +55,28 @@ def simulate(
     domain: Annotated[str, typer.Option(help="A domain name of the folder, or 'all'.")] = "all",
     strategies: Annotated[str, typer.Option(help="Comma list of strategies, or 'all'.")] = "all",
     repeats: Annotated[int, typer.Option(help="Independent repeats (train/test splits).")] = 20,
-    queries: Annotated[int, typer.Option(help="Queries per run after the 20 seeds.")] = 150,
+    queries: Annotated[int | None, typer.Option(help=(
+        "Queries per run after the 20 seeds (auc: default 150; coverage: default until "
+        "every pool pair is decided)."))] = None,
     eval_every: Annotated[int, typer.Option(help="Evaluate every this many queries.")] = 10,
     seed: Annotated[int, typer.Option(help="Seed of the whole experiment.")] = 0,
     jobs: Annotated[int, typer.Option(help="Worker processes (default: all cores).")] = 0,
     quick: Annotated[bool, typer.Option(help="Smoke-test profile: few repeats, queries.")] = False,
     model_lag: Annotated[int, typer.Option(
         min=0, help="Queries the strategy's model lags behind the labels (0: synchronous).")] = 0,
+    mode: Annotated[str, typer.Option(help=(
+        "auc: the paper's protocol (curves.csv, summary, claims). coverage: ask until every "
+        "pool pair is decided (coverage.csv, oracle.csv, coverage.png, coverage.md)."))] = "auc",
 ) -> None:
-    """Re-run the paper's pool-based experiment (Sec. 5.3) and write curves, a summary and plots."""
+    """Re-run the paper's pool-based experiment (Sec. 5.3), or measure the questions to a
+    complete map (--mode coverage), and write the tables and plots."""
     from reasoning.experiment import simulate as run_simulation
 
+    if mode not in ("auc", "coverage"):
+        raise typer.BadParameter("auc or coverage", param_hint="--mode")
     run_simulation(data=data, out=out, domain=domain, strategies=strategies, repeats=repeats,
                    queries=queries, eval_every=eval_every, seed=seed, jobs=jobs, quick=quick,
-                   model_lag=model_lag)
+                   model_lag=model_lag, mode=mode)
 
 
 @cli.command("import")

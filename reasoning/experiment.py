@@ -43,7 +43,7 @@ from reasoning.classifiers import positive_proba
 from reasoning.closure import Closure
 from reasoning.data import Domain, domain_names, load_domain
 from reasoning.strategies import (
-    STRATEGY_NAMES,
+    ALL_STRATEGIES,
     fit_model,
     needs_model,
     parse_strategy,
@@ -155,7 +155,7 @@ def run_strategy(domain: Domain, strategy: str, *, repeat: int = 0, seed: int = 
     ----------
     domain : Domain
     strategy : str
-        One of :data:`~reasoning.strategies.STRATEGY_NAMES`.
+        One of :data:`~reasoning.strategies.ALL_STRATEGIES`.
     repeat, seed : int
         The split and the seed queries depend on both; tie-breaks and models also on the
         strategy.
@@ -181,7 +181,7 @@ def run_strategy(domain: Domain, strategy: str, *, repeat: int = 0, seed: int = 
     test_pairs, X_test = pairs[split.test], domain.features[split.test]
     y_test = domain.labels[split.test].astype(np.int64)
     select_seq, model_seq, forest_seq = np.random.SeedSequence(
-        [seed, repeat, STRATEGY_NAMES.index(strategy)]).spawn(3)
+        [seed, repeat, ALL_STRATEGIES.index(strategy)]).spawn(3)
     rng = np.random.default_rng(select_seq)
     model_seed = int(model_seq.generate_state(1)[0])
     forest_seed = int(forest_seq.generate_state(1)[0])
@@ -288,9 +288,9 @@ def _choose_domains(folder: Path, domain: str, quick: bool) -> list[str]:
 def _choose_strategies(strategies: str | Iterable[str]) -> list[str]:
     items = strategies.split(",") if isinstance(strategies, str) else list(strategies)
     if [s.strip().lower() for s in items] == ["all"]:
-        return list(STRATEGY_NAMES)
+        return list(ALL_STRATEGIES)
     chosen = [parse_strategy(s) for s in items if s.strip()]
-    return [s for s in STRATEGY_NAMES if s in chosen]
+    return [s for s in ALL_STRATEGIES if s in chosen]
 
 
 def run_tasks(tasks: Sequence[Task], jobs: int, label: str,
@@ -318,9 +318,10 @@ def run_tasks(tasks: Sequence[Task], jobs: int, label: str,
 
 
 def simulate(data: str | Path, out: str | Path, domain: str = "all",
-             strategies: str | Iterable[str] = "all", repeats: int = 20, queries: int = 150,
-             eval_every: int = 10, seed: int = 0, jobs: int = 0, quick: bool = False,
-             progress: bool = True, model_lag: int = 0) -> Path:
+             strategies: str | Iterable[str] = "all", repeats: int = 20,
+             queries: int | None = 150, eval_every: int = 10, seed: int = 0, jobs: int = 0,
+             quick: bool = False, progress: bool = True, model_lag: int = 0,
+             mode: str = "auc") -> Path:
     """Run the experiment and write its curves, summary, timing and plots into ``out``.
 
     Parameters
@@ -343,12 +344,25 @@ def simulate(data: str | Path, out: str | Path, domain: str = "all",
         Show a progress bar per domain.
     model_lag : int
         Queries the strategy's model lags behind the labels (see :func:`run_strategy`).
+    mode : str
+        ``"auc"``: the paper's protocol (above). ``"coverage"``: ask until every pool pair is
+        decided (:func:`reasoning.coverage.simulate_coverage`; ``queries`` None means no cap,
+        ``eval_every`` and ``model_lag`` do not apply).
 
     Returns
     -------
     Path
         The folder ``out``.
     """
+    if mode == "coverage":
+        from reasoning.coverage import simulate_coverage
+
+        return simulate_coverage(data, out, domain=domain, strategies=strategies,
+                                 repeats=repeats, queries=queries, seed=seed, jobs=jobs,
+                                 quick=quick, progress=progress)
+    if mode != "auc":
+        raise ValueError(f"unknown mode {mode!r}; valid: auc, coverage")
+    queries = 150 if queries is None else queries
     folder, out = Path(data), Path(out)
     profile = Profile(repeats, queries, eval_every, FOREST_TREES)
     if quick:

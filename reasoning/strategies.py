@@ -41,6 +41,7 @@ from reasoning.closure import Closure
 from reasoning.gains import candidate_gains
 
 __all__ = [
+    "ALL_STRATEGIES",
     "MIN_TRAIN_ROWS",
     "ModelOutputs",
     "STRATEGY_NAMES",
@@ -65,6 +66,12 @@ __all__ = [
 STRATEGY_NAMES = ("Random", "LC", "QBC", "Random-R", "LC-R", "QBC-R", "CNT", "LC-R+", "QBC-R+")
 """The strategies in the order of the paper's Table 3."""
 
+NEW_STRATEGIES: tuple[str, ...] = ()
+"""Strategies beyond the paper (see the module docstring)."""
+
+ALL_STRATEGIES = STRATEGY_NAMES + NEW_STRATEGIES
+"""Every strategy: the paper's nine, then the new ones (``--strategies all``)."""
+
 MIN_TRAIN_ROWS = 2
 """Fewer labeled rows than this and no model is fitted (the strategy falls back to p = 0.5)."""
 
@@ -73,7 +80,7 @@ _FAMILY = {"Random": "random", "Random-R": "random", "CNT": "random",
            "QBC": "qbc", "QBC-R": "qbc", "QBC-R+": "qbc"}
 _GAINS = frozenset({"CNT", "LC-R+", "QBC-R+"})
 _PLAIN = frozenset({"Random", "LC", "QBC"})
-_BY_KEY = {name.lower(): name for name in STRATEGY_NAMES}
+_BY_KEY = {name.lower(): name for name in ALL_STRATEGIES}
 
 @dataclass(frozen=True)
 class Selection:
@@ -117,7 +124,7 @@ def parse_strategy(text: str) -> str:
     for spelling in spellings:
         if spelling in _BY_KEY:
             return _BY_KEY[spelling]
-    raise ValueError(f"unknown strategy {text!r}; valid: {', '.join(STRATEGY_NAMES)}")
+    raise ValueError(f"unknown strategy {text!r}; valid: {', '.join(ALL_STRATEGIES)}")
 
 
 def family(strategy: str) -> str:
