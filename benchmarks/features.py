@@ -1,0 +1,144 @@
+"""Do the computed pair features carry signal, and how long do they take to compute?
+
+Run from the repository root (one core)::
+
+    python -m benchmarks.features --out /tmp/bench_features
+
+Two measurements on generated corpora (:func:`reasoning.corpus.random_corpus`: a random strict
+order, texts that mention some of each concept's prerequisites and related words, links that
+follow the order with noise):
+
+* **signal** — the paper's protocol (:func:`reasoning.experiment.run_strategy`: a 2:1 split,
+  20 random seed questions, then LC-R+ questions, the 200-tree forest's ROC AUC on the test
+  pairs) after ``--queries`` (100) questions, once with the features of
+  :mod:`reasoning.features` and once with pure noise of the same shape, on the same splits
+  (``--repeats`` repeats of a corpus of ``--n`` concepts and a pool of ``--pool`` pairs).
+  Written to ``signal.csv`` (``features,repeat,labeled,auc``).
+* **time** — :func:`~reasoning.features.corpus_statistics` and
+  :func:`~reasoning.features.pair_features` on ``--time-n`` concepts (2,000) with
+  ``--time-words``-word texts (2,000) and ``--time-pool`` pool pairs (20,000). Written to
+  ``time.csv``.
+
+``summary.md`` holds both with the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from reasoning.corpus import random_corpus
+from reasoning.data import Domain
+from reasoning.experiment import FOREST_TREES, run_strategy
+from reasoning.features import FEATURE_NAMES, corpus_statistics, pair_features
+from reasoning.report import write_csv
+
+__all__ = ["main", "measure_signal", "measure_time"]
+
+
+def _domain(name: str, titles: list[str], pool: np.ndarray, labels: np.ndarray,
+            features: np.ndarray) -> Domain:
+    pairs = [(titles[a], titles[b]) for a, b in pool.tolist()]
+    return Domain(name, list(titles), pairs, np.asarray(labels, bool), features)
+
+
+def measure_signal(*, n: int, pool: int, words: int, repeats: int, queries: int,
+                   forest_trees: int = FOREST_TREES, seed: int = 0) -> list[dict]:
+    """AUC after ``queries`` LC-R+ questions with computed and with noise features."""
+    rows = []
+    for repeat in range(repeats):
+        corpus = random_corpus(n, pool, words=words, random_state=[seed, repeat])
+        stats = corpus_statistics(corpus.titles, corpus.texts, corpus.links)
+        computed = pair_features(stats, corpus.order.pool)
+        noise = np.random.default_rng([seed, repeat, 1]).normal(size=computed.shape)
+        for kind, features in (("computed", computed), ("noise", noise)):
+            domain = _domain(f"generated-{repeat}", corpus.titles, corpus.order.pool,
+                             corpus.order.labels, features)
+            points = run_strategy(domain, "LC-R+", repeat=repeat, seed=seed, queries=queries,
+                                  eval_every=queries, forest_trees=forest_trees)
+            rows.append({"features": kind, "repeat": repeat, "labeled": points[-1].labeled,
+                         "auc": points[-1].auc})
+    return rows
+
+
+def measure_time(*, n: int, words: int, pool: int, seed: int = 0) -> dict:
+    """Seconds to read a corpus and to compute the features of its pool."""
+    start = time.perf_counter()
+    corpus = random_corpus(n, pool, words=words, random_state=seed)
+    generated = time.perf_counter() - start
+    start = time.perf_counter()
+    stats = corpus_statistics(corpus.titles, corpus.texts, corpus.links)
+    statistics = time.perf_counter() - start
+    start = time.perf_counter()
+    features = pair_features(stats, corpus.order.pool)
+    pairs = time.perf_counter() - start
+    assert features.shape == (pool, len(FEATURE_NAMES)) and np.isfinite(features).all()
+    return {"concepts": n, "words": words, "pool": pool,
+            "text_words": int(stats.words.sum()), "links": int(stats.links.nnz),
+            "generate_s": round(generated, 2), "corpus_statistics_s": round(statistics, 2),
+            "pair_features_s": round(pairs, 2), "total_s": round(statistics + pairs, 2)}
+
+
+def _summary(signal: list[dict], timing: dict | None, argv: Sequence[str]) -> str:
+    lines = ["# Computed pair features", "",
+             f"`python -m benchmarks.features {shlex.join(argv)}`", ""]
+    if signal:
+        lines += ["| features | repeats | mean AUC | min | max |", "|---|---|---|---|---|"]
+        for kind in ("computed", "noise"):
+            auc = np.array([r["auc"] for r in signal if r["features"] == kind])
+            lines.append(f"| {kind} | {len(auc)} | {auc.mean():.3f} | {auc.min():.3f} | "
+                         f"{auc.max():.3f} |")
+        lines.append("")
+    if timing:
+        lines += ["| concepts | words per text | pool | corpus statistics | pair features |",
+                  "|---|---|---|---|---|",
+                  f"| {timing['concepts']} | {timing['words']} | {timing['pool']} | "
+                  f"{timing['corpus_statistics_s']} s | {timing['pair_features_s']} s |", ""]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.features",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--n", type=int, default=300)
+    parser.add_argument("--pool", type=int, default=3000)
+    parser.add_argument("--words", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--forest-trees", type=int, default=FOREST_TREES)
+    parser.add_argument("--time-n", type=int, default=2000)
+    parser.add_argument("--time-words", type=int, default=2000)
+    parser.add_argument("--time-pool", type=int, default=20_000)
+    parser.add_argument("--skip-signal", action="store_true")
+    parser.add_argument("--skip-time", action="store_true")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with threadpool_limits(1):
+        signal = [] if args.skip_signal else measure_signal(
+            n=args.n, pool=args.pool, words=args.words, repeats=args.repeats,
+            queries=args.queries, forest_trees=args.forest_trees, seed=args.seed)
+        timing = None if args.skip_time else measure_time(
+            n=args.time_n, words=args.time_words, pool=args.time_pool, seed=args.seed)
+    if signal:
+        write_csv(out / "signal.csv", signal, ("features", "repeat", "labeled", "auc"))
+    if timing:
+        write_csv(out / "time.csv", [timing], tuple(timing))
+    text = _summary(signal, timing, argv)
+    (out / "summary.md").write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

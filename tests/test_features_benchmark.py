@@ -1,0 +1,21 @@
+"""The features benchmark runs end to end on a small corpus and writes what it promises."""
+
+from __future__ import annotations
+
+import csv
+
+from benchmarks.features import main
+
+
+def test_features_benchmark_writes_signal_time_and_summary(tmp_path):
+    main(["--out", str(tmp_path), "--n", "40", "--pool", "240", "--words", "60",
+          "--repeats", "1", "--queries", "5", "--forest-trees", "10",
+          "--time-n", "50", "--time-words", "50", "--time-pool", "200"])
+    with (tmp_path / "signal.csv").open(newline="") as handle:
+        signal = list(csv.DictReader(handle))
+    assert [row["features"] for row in signal] == ["computed", "noise"]
+    assert all(0 <= float(row["auc"]) <= 1 for row in signal)
+    with (tmp_path / "time.csv").open(newline="") as handle:
+        (timing,) = csv.DictReader(handle)
+    assert timing["pool"] == "200" and float(timing["total_s"]) >= 0
+    assert "mean AUC" in (tmp_path / "summary.md").read_text()
