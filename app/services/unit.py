@@ -184,9 +184,10 @@ def open_project(kind: type[V], session: Session, registry: StateRegistry, train
                  project_id: int, *, fresh_timeout: float,
                  limits: Limits = Limits()) -> Iterator[V]:
     """The unit of work of one request on ``project_id`` (see the module docstring)."""
-    if session.get(Project, project_id) is None:  # no cached state for unknown projects
-        raise ProjectNotFound(project_id)
-    session.rollback()  # the catch-up reads after the lock, never an older snapshot
+    if registry.cached(project_id) is None:  # no cached state for unknown projects
+        if session.get(Project, project_id) is None:
+            raise ProjectNotFound(project_id)
+        session.rollback()  # the catch-up reads after the lock, never an older snapshot
     state = registry.get(project_id)
     state.lock.acquire()
     entered = state.mutations
