@@ -130,6 +130,10 @@ class CorpusStatistics:
 
     Attributes
     ----------
+    n : int
+        Concepts.
+    size : int
+        Concepts *in the corpus*: those with a non-empty text or a link.
     text_vectors, paragraph_vectors : sparse matrix of shape (n, v)
         L2-normalised TF-IDF rows of the texts and of their first paragraphs.
     title_words : list of frozenset of str
@@ -143,10 +147,12 @@ class CorpusStatistics:
     links : sparse (n, n)
         ``[u, v]`` is 1 if ``u`` links to ``v`` (self links dropped).
     hub, authority, pagerank : array of shape (n,)
-        HITS and PageRank of the link graph (networkx; each sums to 1, 0 without links).
+        HITS and PageRank of the graph of the linked concepts (networkx; each sums to 1), 0
+        for a concept without links.
     """
 
     n: int
+    size: int
     text_vectors: sp.csr_matrix
     paragraph_vectors: sp.csr_matrix
     title_words: list[frozenset[str]]
@@ -162,11 +168,13 @@ class CorpusStatistics:
 
 
 def _tfidf(documents: list[str]) -> sp.csr_matrix:
+    """TF-IDF rows fitted on the non-empty documents (an empty one is a zero row)."""
+    written = [doc for doc in documents if doc.strip()]
     try:
-        matrix = TfidfVectorizer(token_pattern=_TOKEN_PATTERN).fit_transform(documents)
+        vectorizer = TfidfVectorizer(token_pattern=_TOKEN_PATTERN).fit(written)
     except ValueError:  # no word in any document
         return sp.csr_matrix((len(documents), 1))
-    return sp.csr_matrix(matrix)
+    return sp.csr_matrix(vectorizer.transform(documents))
 
 
 def _mentions(documents: list[list[str]], titles: list[list[str]]) -> sp.csr_matrix:
@@ -199,16 +207,23 @@ def _mentions(documents: list[list[str]], titles: list[list[str]]) -> sp.csr_mat
 
 
 def _topics(texts: list[str], n_topics: int, random_state: int) -> np.ndarray:
+    """Topic distributions of an LDA fitted on the non-empty texts (uniform for the others)."""
     n = len(texts)
+    uniform = np.full((n, n_topics), 1.0 / n_topics)
+    written = [i for i, text in enumerate(texts) if text.strip()]
     try:
         counts = CountVectorizer(token_pattern=_TOKEN_PATTERN, stop_words="english") \
-            .fit_transform(texts)
+            .fit_transform([texts[i] for i in written])
     except ValueError:  # no word left: every text has the same (uniform) topics
-        return np.full((n, n_topics), 1.0 / n_topics)
+        return uniform
     lda = LatentDirichletAllocation(n_components=n_topics, learning_method="batch",
-                                    max_iter=20, random_state=random_state)
+                                    max_iter=10, max_doc_update_iter=20,
+                                    random_state=random_state)
     theta = lda.fit_transform(counts)
-    return theta / theta.sum(axis=1, keepdims=True)
+    has_words = np.asarray(counts.sum(axis=1)).ravel() > 0
+    rows = np.array(written, dtype=np.int64)[has_words]
+    uniform[rows] = theta[has_words] / theta[has_words].sum(axis=1, keepdims=True)
+    return uniform
 
 
 def _link_matrix(n: int, links: np.ndarray) -> sp.csr_matrix:
@@ -223,21 +238,41 @@ def _link_matrix(n: int, links: np.ndarray) -> sp.csr_matrix:
     return matrix
 
 
+def _hits(links: sp.csr_matrix, *, max_iter: int = 10_000,
+          tol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
+    """HITS hubs and authorities by power iteration from a uniform start, each summing to 1.
+
+    networkx's ``hits`` (ARPACK) answers the same on a graph with one dominant hub vector, but
+    from a random start, and nonsense where the top singular value is repeated (two concepts
+    linking to each other); the power iteration answers the same every time.
+    """
+    n = links.shape[0]
+    hub = np.full(n, 1.0 / n)
+    for _ in range(max_iter):
+        new = links @ (links.T @ hub)
+        new /= new.max()
+        done = np.abs(new - hub).sum() < n * tol
+        hub = new
+        if done:
+            break
+    authority = links.T @ hub
+    return hub / hub.sum(), authority / authority.sum()
+
+
 def _rankings(n: int, links: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """HITS hubs, authorities and PageRank of the linked concepts (0 for the others)."""
+    pagerank = np.zeros(n)
     if links.nnz == 0:
-        zeros = np.zeros(n)
-        return zeros, zeros.copy(), zeros.copy()
-    graph = nx.DiGraph()
-    graph.add_nodes_from(range(n))
+        return np.zeros(n), np.zeros(n), pagerank
+    linked = np.flatnonzero(np.asarray((links + links.T).sum(axis=1)).ravel() > 0)
+    hub, authority = np.zeros(n), np.zeros(n)
+    hub[linked], authority[linked] = _hits(links[linked][:, linked].tocsr())
     coo = links.tocoo()
+    graph = nx.DiGraph()
     graph.add_edges_from(zip(coo.row.tolist(), coo.col.tolist(), strict=True))
-    # networkx's HITS starts ARPACK from ``nstart``: a fixed start gives the same answer twice
-    hubs, authorities = nx.hits(graph, max_iter=10_000, tol=1e-12,
-                                nstart=dict.fromkeys(range(n), 1.0 / n))
-    ranks = nx.pagerank(graph, tol=1e-10)
-    order = range(n)
-    return (np.array([hubs[i] for i in order]), np.array([authorities[i] for i in order]),
-            np.array([ranks[i] for i in order]))
+    for node, rank in nx.pagerank(graph, tol=1e-10).items():
+        pagerank[node] = rank
+    return hub, authority, pagerank
 
 
 def corpus_statistics(titles: Sequence[str], texts: Sequence[str], links=(), *,
@@ -262,6 +297,13 @@ def corpus_statistics(titles: Sequence[str], texts: Sequence[str], links=(), *,
     -------
     CorpusStatistics
 
+    Notes
+    -----
+    Only the concepts with a text or a link make the corpus: TF-IDF and the topic model are
+    fitted on the non-empty texts, NGD and PMI count the corpus's concepts, HITS and PageRank
+    rank the linked concepts. So a concept with neither leaves every other pair's features as
+    they were (a concept added to a project does not change its pool's features).
+
     Examples
     --------
     >>> stats = corpus_statistics(["limit", "derivative"],
@@ -278,8 +320,11 @@ def corpus_statistics(titles: Sequence[str], texts: Sequence[str], links=(), *,
     text_tokens = [tokens(text) for text in texts]
     links_matrix = _link_matrix(n, np.asarray(links, dtype=np.int64).reshape(-1, 2))
     hub, authority, pagerank = _rankings(n, links_matrix)
+    linked = np.asarray((links_matrix + links_matrix.T).sum(axis=1)).ravel() > 0
+    written = np.array([bool(text.strip()) for text in texts], dtype=bool)
     return CorpusStatistics(
         n=n,
+        size=int((linked | written).sum()),
         text_vectors=_tfidf(texts),
         paragraph_vectors=_tfidf([first_paragraph(text) for text in texts]),
         title_words=[frozenset(words) for words in title_tokens],
@@ -366,7 +411,7 @@ def _link_columns(stats: CorpusStatistics, a: np.ndarray, b: np.ndarray) -> list
         out_degree[a], out_degree[b], in_a, in_b, common,
         _entries(links, a, b), _entries(links, b, a),
         _ratio(shared_in, in_a), _ratio(shared_in, in_b),
-        _ngd(in_a, in_b, shared_in, stats.n), _pmi(in_a, in_b, shared_in, stats.n),
+        _ngd(in_a, in_b, shared_in, stats.size), _pmi(in_a, in_b, shared_in, stats.size),
         refd,
         stats.hub[a] - stats.hub[b],
         stats.authority[a] - stats.authority[b],

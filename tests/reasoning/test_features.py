@@ -146,3 +146,31 @@ def test_out_of_range_pairs_and_links_are_refused():
         pair_features(stats, [(0, 2)])
     with pytest.raises(ValueError, match="outside"):
         corpus_statistics(["a", "b"], ["", ""], [(0, 5)])
+
+
+def test_a_concept_without_text_or_link_changes_no_other_pair():
+    pairs = [(0, 1), (1, 0), (0, 3), (3, 1), (0, 2)]
+    before = pair_features(corpus_statistics(TITLES, TEXTS, LINKS, n_topics=3), pairs)
+    after = pair_features(corpus_statistics([*TITLES, "series"], [*TEXTS, ""], LINKS,
+                                            n_topics=3), pairs)
+    np.testing.assert_allclose(after, before, rtol=1e-9, atol=1e-12)
+
+
+def test_both_ways_links_between_two_concepts():
+    stats = corpus_statistics(["a", "b", "c"], ["", "", ""], [(0, 1), (1, 0)], n_topics=2)
+    f = dict(zip(FEATURE_NAMES, pair_features(stats, [(0, 2)])[0].tolist(), strict=True))
+    assert f["hub_difference"] == pytest.approx(0.5) and f["pagerank_difference"] > 0
+
+
+def test_hits_agrees_with_networkx_on_a_random_graph():
+    import networkx as nx
+
+    rng = np.random.default_rng(0)
+    links = {(int(u), int(v)) for u, v in rng.integers(0, 12, size=(30, 2)) if u != v}
+    stats = corpus_statistics([f"c{i}" for i in range(12)], [""] * 12, sorted(links),
+                              n_topics=2)
+    graph = nx.DiGraph(sorted(links))
+    hubs, authorities = nx.hits(graph, max_iter=10_000, tol=1e-12)
+    for node in graph:
+        assert stats.hub[node] == pytest.approx(hubs[node], abs=1e-6)
+        assert stats.authority[node] == pytest.approx(authorities[node], abs=1e-6)
