@@ -3,8 +3,7 @@ without its key; a missing or unknown key is 401, another project's key is 403."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -14,9 +13,15 @@ from tests.reliability.harness import Server, sqlite_url
 ADMIN_KEY = "admin-key-for-the-reliability-tests"
 
 
-@pytest.fixture
-def keyed_server(tmp_path: Path, start_server: Callable[..., Server]) -> Iterator[Server]:
-    yield start_server(sqlite_url(tmp_path / "sporal.db"), env={"SPORAL_ADMIN_KEY": ADMIN_KEY})
+@pytest.fixture(scope="module")
+def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One server for the module: each test makes projects of its own."""
+    directory = tmp_path_factory.mktemp("keys")
+    server = Server(database_url=sqlite_url(directory / "sporal.db"), log_dir=directory / "logs",
+                    env={"SPORAL_ADMIN_KEY": ADMIN_KEY})
+    server.start()
+    yield server
+    server.stop()
 
 
 def _project(client: httpx.Client, name: str) -> tuple[int, str]:
