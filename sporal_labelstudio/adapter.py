@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import threading
 from datetime import datetime
 from typing import Any
 
@@ -126,6 +127,9 @@ class Adapter:
         self.strategy = strategy
         self.annotator = f"labelstudio:{project}"
         self.lease_seconds: float | None = None
+        # Labels are forwarded at once by the event worker while the window worker talks to
+        # Label Studio; this lock keeps two forwards of the same annotation apart.
+        self.lock = threading.RLock()
         self._descriptions: dict[str, str | None] | None = None
 
     # ------------------------------------------------------------------ setup
@@ -151,14 +155,17 @@ class Adapter:
         Returns the Label Studio project id.
         """
         info = self.sporal.project(self.project)
-        title = title or f"sporal: {info['name']} (#{self.project})"
+        title = title or f"sporal #{self.project}: {info['name']}"[:50]
+        # The description says which sporal project a Label Studio project belongs to, so
+        # that setup adopts it (after a lost state file) and never another server's.
+        description = f"Questions chosen by sporal project {self.project} at {self.sporal.url}."
         fields = {"label_config": LABEL_CONFIG, "sampling": "Uncertainty sampling",
                   "model_version": MODEL_VERSION, "maximum_annotations": 1,
-                  "show_skip_button": True,
-                  "description": f"Questions chosen by sporal project {self.project}."}
+                  "show_skip_button": True, "description": description}
         known = self.state.get("ls_project")
         found = [p for p in self.ls.projects()
-                 if (known and p["id"] == int(known)) or (not known and p["title"] == title)]
+                 if (known and p["id"] == int(known))
+                 or (not known and p.get("description") == description)]
         if found:
             ls_project = int(found[0]["id"])
             self.ls.update_project(ls_project, **fields)
@@ -208,6 +215,10 @@ class Adapter:
 
     def forward(self, annotation: dict[str, Any], task_id: int) -> None:
         """An annotation was created or updated: make sporal's labels say the same."""
+        with self.lock:
+            self._forward(annotation, task_id)
+
+    def _forward(self, annotation: dict[str, Any], task_id: int) -> None:
         annotation_id = int(annotation["id"])
         user = _user_id(annotation.get("completed_by"))
         stamp = _stamp(annotation.get("updated_at"))
@@ -243,6 +254,10 @@ class Adapter:
 
     def deleted(self, annotation_ids: list[int]) -> None:
         """Annotations were deleted: retract their labels, reopen what they answered."""
+        with self.lock:
+            self._deleted(annotation_ids)
+
+    def _deleted(self, annotation_ids: list[int]) -> None:
         retracted: list[int] = []
         for annotation_id in annotation_ids:
             with self.state.session() as session:
@@ -402,6 +417,10 @@ class Adapter:
                 row.prediction_id, row.score = int(prediction["id"]), score
 
     def _retire(self, task: TaskRow, note: str, label: str | None) -> None:
+        with self.state.session() as session:
+            current = session.get(TaskRow, task.task_id)
+            if current is None or current.status != "open":
+                return  # answered meanwhile: the event worker has it
         result: list[dict[str, Any]] = [{
             "from_name": NOTE_NAME, "to_name": "question", "type": "textarea",
             "value": {"text": [note]}}]

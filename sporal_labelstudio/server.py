@@ -60,6 +60,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.server.events.put(payload)
         self._answer(200)
+        logger.debug("webhook %s queued", payload.get("action"))
 
     def do_GET(self) -> None:  # noqa: N802
         self._answer(200 if self.path == "/health" else 404)
@@ -86,6 +87,7 @@ class Runner:
         self.reconcile_every = reconcile_every
         self.refresh_every = refresh_every
         self.stopping = threading.Event()
+        self.changed = threading.Event()  # an event was applied: refresh the window
 
     def _refresh_period(self) -> float:
         if self.refresh_every is not None:
@@ -100,37 +102,54 @@ class Runner:
             logger.exception("%s failed; the next reconcile repairs it", what)
 
     def serve(self) -> None:
-        """Run until :meth:`stop` (or Ctrl-C)."""
-        thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        thread.start()
+        """Run until :meth:`stop` (or Ctrl-C).
+
+        Two workers: the event worker forwards each annotation to sporal as soon as it is
+        queued (a few milliseconds), the window worker does the slower Label Studio work
+        (refresh after a burst of events or on the timer, reconcile periodically), so that an
+        answer never waits behind task creation or an export.
+        """
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
         logger.info("webhook endpoint on http://%s:%d/webhook", *self.server.server_address[:2])
+        events = threading.Thread(target=self._events, daemon=True)
+        events.start()
+        try:
+            self._window()
+        finally:
+            self.stopping.set()
+            events.join(5)
+            self.server.shutdown()
+            self.server.server_close()
+
+    def _events(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                payload = self.events.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            started = time.monotonic()
+            self._safely("event", self.adapter.handle, payload)
+            logger.info("applied %s in %.1f ms", payload.get("action"),
+                        (time.monotonic() - started) * 1000)
+            self.changed.set()
+
+    def _window(self) -> None:
         self._safely("reconcile", self.adapter.reconcile)
         next_reconcile = time.monotonic() + self.reconcile_every
         next_refresh = time.monotonic() + self._refresh_period()
-        try:
-            while not self.stopping.is_set():
-                wait = max(0.0, min(next_reconcile, next_refresh) - time.monotonic())
-                try:
-                    payload = self.events.get(timeout=min(wait, 0.5))
-                except queue.Empty:
-                    payload = None
-                if payload is not None:
-                    self._safely("event", self.adapter.handle, payload)
-                    while not self.events.empty():
-                        self._safely("event", self.adapter.handle, self.events.get_nowait())
-                    self._safely("refresh", self.adapter.refresh)
-                    next_refresh = time.monotonic() + self._refresh_period()
-                now = time.monotonic()
-                if now >= next_reconcile:
-                    self._safely("reconcile", self.adapter.reconcile)
-                    next_reconcile = now + self.reconcile_every
-                    next_refresh = now + self._refresh_period()
-                elif now >= next_refresh:
-                    self._safely("refresh", self.adapter.refresh)
-                    next_refresh = now + self._refresh_period()
-        finally:
-            self.server.shutdown()
-            self.server.server_close()
+        while not self.stopping.is_set():
+            changed = self.changed.wait(timeout=0.5)
+            now = time.monotonic()
+            if now >= next_reconcile:
+                self.changed.clear()
+                self._safely("reconcile", self.adapter.reconcile)  # ends with a refresh
+                next_reconcile = time.monotonic() + self.reconcile_every
+            elif changed or now >= next_refresh:
+                self.changed.clear()
+                self._safely("refresh", self.adapter.refresh)
+            else:
+                continue
+            next_refresh = time.monotonic() + self._refresh_period()
 
     def stop(self) -> None:
         self.stopping.set()

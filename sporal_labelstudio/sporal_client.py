@@ -152,6 +152,7 @@ class SporalClient:
     def __init__(self, base_url: str, api_key: str | None = None, *, timeout: float = 30.0,
                  retries: int = 5, transport: httpx.BaseTransport | None = None) -> None:
         headers = {"X-API-Key": api_key} if api_key else {}
+        self.url = base_url.rstrip("/")
         self.retries = retries
         self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers,
                                   timeout=timeout, transport=transport)

@@ -1,0 +1,240 @@
+"""The whole loop against a real Label Studio: two annotators decide a generated order's pool.
+
+Needs a running Label Studio (``.ci/run`` starts one on loopback): its URL in
+``SPORAL_TEST_LABEL_STUDIO_URL`` and an admin's legacy token in
+``SPORAL_TEST_LABEL_STUDIO_TOKEN``. sporal and the adapter (``sporal labelstudio run``) run as
+real processes; the annotators sign up on Label Studio's web form and answer through its REST
+API. On the way the adapter is SIGKILLed and restarted (the webhooks sent meanwhile are lost and
+the reconcile recovers them), a webhook is lost on purpose while it runs, a contradiction shows
+its proof in the task, and deleting an annotation retracts its label. At the end sporal's closure
+is the closure of the annotations that survive. The delay from an annotation's POST returning to
+the label being in sporal is written (p50/p99) to ``SPORAL_LABELSTUDIO_REPORT`` (default: the
+test's folder).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+
+from benchmarks.serving import Server, free_port, serve_command
+from reasoning.closure import Closure
+from sporal_labelstudio.adapter import WEBHOOK_ACTIONS
+from sporal_labelstudio.ls_client import LabelStudioClient
+from sporal_labelstudio.state import State
+from tests.labelstudio.harness import choice, order_project, signup, truth
+
+pytestmark = pytest.mark.labelstudio
+
+LS_URL = os.environ.get("SPORAL_TEST_LABEL_STUDIO_URL")
+LS_TOKEN = os.environ.get("SPORAL_TEST_LABEL_STUDIO_TOKEN", "")
+
+
+def wait_for(check: Callable[[], Any], what: str, timeout: float = 30.0,
+             every: float = 0.005) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class AdapterProcess:
+    """``sporal labelstudio run`` as its own process group, killable like a crash."""
+
+    def __init__(self, args: list[str], listen: str, log: Path) -> None:
+        self.args, self.listen, self.log = args, listen, log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with open(self.log, "ab") as out:
+            self.process = subprocess.Popen(
+                [*serve_command(), "labelstudio", "run", *self.args], stdout=out,
+                stderr=subprocess.STDOUT, start_new_session=True)
+        wait_for(self._ready, "the adapter's webhook endpoint", timeout=60, every=0.1)
+
+    def _ready(self) -> bool:
+        assert self.process is not None and self.process.poll() is None, self.tail()
+        try:
+            return httpx.get(f"http://{self.listen}/health", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(30)
+
+    def tail(self) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    if not LS_URL:
+        pytest.skip("set SPORAL_TEST_LABEL_STUDIO_URL and _TOKEN (a running Label Studio)")
+    with Server(f"sqlite:///{tmp_path}/sporal.db", tmp_path) as server:
+        with httpx.Client(base_url=server.base_url, timeout=60) as sporal:
+            pid, order = order_project(sporal, n=25, pool=60, seed=7)
+            listen = f"127.0.0.1:{free_port()}"
+            state = tmp_path / "adapter.db"
+            args = ["--project", str(pid), "--sporal-url", server.base_url, "--ls-url",
+                    str(LS_URL), "--ls-token", LS_TOKEN, "--window", "5", "--listen", listen,
+                    "--state", str(state), "--reconcile-every", "5"]
+            adapter = AdapterProcess(args, listen, tmp_path / "adapter.log")
+            adapter.start()
+            try:
+                yield {"sporal": sporal, "pid": pid, "order": order, "adapter": adapter,
+                       "state": State(state), "tmp": tmp_path}
+            finally:
+                adapter.kill()
+
+
+def test_two_annotators_decide_the_pool_through_label_studio(world: dict[str, Any]) -> None:
+    sporal: httpx.Client = world["sporal"]
+    pid, order, adapter, state = world["pid"], world["order"], world["adapter"], world["state"]
+    admin = LabelStudioClient(str(LS_URL), LS_TOKEN)
+    lsp = int(state.get("ls_project") or 0)
+    bot = int(state.get("bot_user") or 0)
+    run = uuid.uuid4().hex[:8]
+    annotators = [httpx.Client(base_url=str(LS_URL), timeout=60, headers={
+        "Authorization": "Token " + signup(str(LS_URL), f"ann{i}-{run}@example.com",
+                                            f"pw-{run}-{i}-long")}) for i in (1, 2)]
+    delays: list[float] = []
+
+    def status(a: str, b: str) -> dict[str, Any]:
+        return sporal.get(f"/projects/{pid}/pairs/status", params={"a": a, "b": b}).json()
+
+    def in_sporal(a: str, b: str, label: str) -> bool:
+        found = status(a, b)
+        return found["status"] == label and found["source"] == "asserted"
+
+    def undecided() -> int:
+        return int(sporal.get(f"/projects/{pid}").json()["counts"]["undecided_pool_pairs"])
+
+    def answer(who: httpx.Client, measure: bool = True) -> dict[str, Any] | None:
+        task = who.get(f"/api/projects/{lsp}/next")
+        if task.status_code != 200 or "id" not in task.json():
+            return None
+        body = task.json()
+        a, b = body["data"]["sporal_pair"]["a"], body["data"]["sporal_pair"]["b"]
+        label = truth(order, a, b)
+        posted = who.post(f"/api/tasks/{body['id']}/annotations", json={"result": choice(label)})
+        posted.raise_for_status()
+        returned = time.monotonic()
+        if measure:
+            wait_for(lambda: in_sporal(a, b, label), f"({a}, {b}) in sporal")
+            delays.append(time.monotonic() - returned)
+        return {"id": posted.json()["id"], "task": body["id"], "a": a, "b": b, "label": label}
+
+    def answer_some(count: int, measure: bool = True) -> list[dict[str, Any]]:
+        done: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 120
+        while len(done) < count and undecided() and time.monotonic() < deadline:
+            got = answer(annotators[len(done) % 2], measure)
+            if got is None:
+                time.sleep(0.2)  # the window refills after each event
+            else:
+                done.append(got)
+        return done
+
+    # 1. both annotators answer; the adapter keeps the window open
+    assert len(answer_some(6)) == 6
+
+    # 2. the adapter dies; answers given meanwhile lose their webhooks; a restart reconciles
+    adapter.kill()
+    offline = answer_some(2, measure=False)
+    assert offline and not any(in_sporal(x["a"], x["b"], x["label"]) for x in offline)
+    adapter.start()
+    for x in offline:
+        wait_for(lambda x=x: in_sporal(x["a"], x["b"], x["label"]), "the reconcile", 60)
+
+    # 3. a webhook lost on purpose while the adapter runs: the periodic reconcile recovers it
+    hook = next(h for h in admin.webhooks(lsp) if h["url"].endswith(f"{adapter.listen}/webhook"))
+    # (a PATCH without "actions" empties them in Label Studio 1.23: always send them)
+    admin.update_webhook(hook["id"], is_active=False, actions=WEBHOOK_ACTIONS)
+    lost = answer_some(1, measure=False)
+    admin.update_webhook(hook["id"], is_active=True, actions=WEBHOOK_ACTIONS)
+    assert next(h for h in admin.webhooks(lsp) if h["id"] == hook["id"])["actions"]
+    for x in lost:
+        wait_for(lambda x=x: in_sporal(x["a"], x["b"], x["label"]), "the periodic reconcile", 60)
+
+    # 4. a contradiction: the opposite of a pair the bot retired as decided by inference
+    def decided_by_inference() -> Any:
+        for task in state.tasks("retired"):
+            found = status(task.a, task.b)
+            if found["source"] == "inferred" and found["proof"]:
+                return task, found
+        answer_some(1)
+        return None
+
+    task, found = wait_for(decided_by_inference, "a pair decided by inference", 120, 0.1)
+    wrong = "negative" if found["status"] == "positive" else "positive"
+    refused = annotators[1].post(f"/api/tasks/{task.task_id}/annotations",
+                                 json={"result": choice(wrong)})
+    refused.raise_for_status()
+    refused_id = refused.json()["id"]
+    note = wait_for(lambda: (n := admin.task(task.task_id)["data"].get("sporal_note", ""))
+                    and f"refused annotation #{refused_id}" in n and n, "the proof in the task")
+    behind = [int(x) for x in re.findall(r"annotation #(\d+) \(task", note)]
+    assert behind, note  # the proof names the Label Studio annotations behind it
+    assert status(task.a, task.b)["status"] == found["status"]  # the refused answer is kept out
+
+    # 5. deleting an annotation retracts its label (then the wrong answer goes too)
+    row = next(r for r in state.annotations() if r.annotation_id == behind[0])
+    admin.delete_annotation(behind[0])
+    live_ids = lambda: {x["id"] for x in sporal.get(f"/projects/{pid}/labels",  # noqa: E731
+                                                    params={"limit": 10000}).json()["items"]
+                        if x["source"] == "asserted"}
+    wait_for(lambda: row.sporal_label_id not in live_ids(), "the retraction", 30, 0.05)
+    admin.delete_annotation(refused_id)
+    wait_for(lambda: next(r for r in state.annotations()
+                          if r.annotation_id == refused_id).status == "deleted",
+             "the wrong answer's deletion", 30, 0.05)
+
+    # 6. go on until sporal has decided the whole pool
+    deadline = time.monotonic() + 900
+    while undecided() and time.monotonic() < deadline:
+        if answer(annotators[len(delays) % 2]) is None:
+            time.sleep(0.2)
+    assert undecided() == 0, adapter.tail()
+
+    # 7. sporal's closure is the closure of the surviving annotations
+    closure = Closure(f"concept {i:02d}" for i in range(order.n))
+    for exported in sorted(admin.export(lsp), key=lambda t: t["id"]):
+        pair = exported["data"]["sporal_pair"]
+        for annotation in sorted(exported["annotations"], key=lambda x: x["id"]):
+            completed_by = annotation["completed_by"]
+            if isinstance(completed_by, dict):
+                completed_by = completed_by["id"]
+            if completed_by == bot or annotation["was_cancelled"]:
+                continue
+            label = annotation["result"][0]["value"]["choices"][0]
+            closure.add_label(pair["a"], pair["b"], label == "positive")
+    expected = {(a, b, "positive" if positive else "negative")
+                for a, b, positive, _ in closure.decided()}
+    wait_for(lambda: {(x["a"], x["b"], x["label"]) for x in sporal.get(
+        f"/projects/{pid}/labels", params={"source": "all", "limit": 10000}).json()["items"]}
+        == expected, "sporal's closure to equal the annotations'", 60, 0.2)
+
+    figures = {"answers_measured": len(delays),
+               "delay_p50_ms": round(float(np.percentile(delays, 50)) * 1000, 1),
+               "delay_p99_ms": round(float(np.percentile(delays, 99)) * 1000, 1),
+               "delay_max_ms": round(max(delays) * 1000, 1)}
+    report = Path(os.environ.get("SPORAL_LABELSTUDIO_REPORT", world["tmp"] / "figures.json"))
+    report.write_text(json.dumps(figures, indent=1))
+    print(figures)
