@@ -18,7 +18,17 @@ from app import __version__
 from app.db import Database
 from app.errors import install_error_handlers
 from app.middleware import BodySizeLimit, KeyCheck
-from app.routes import concepts, export, importing, labels, meta, pairs, projects, queries
+from app.routes import (
+    concepts,
+    corpus,
+    export,
+    importing,
+    labels,
+    meta,
+    pairs,
+    projects,
+    queries,
+)
 from app.routes.docs import install_docs
 from app.routes.ui import install_ui
 from app.services.idempotency import InFlight
@@ -113,7 +123,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.trainer = trainer
     app.state.inflight = InFlight()
     install_error_handlers(app)
-    for module in (meta, projects, concepts, pairs, labels, queries, export, importing):
+    for module in (meta, projects, concepts, pairs, corpus, labels, queries, export,
+                   importing):
         for name in ("admin_router", "router"):
             router = getattr(module, name, None)
             if router is not None:

@@ -64,6 +64,16 @@ __all__ = [
     "SuggestionItem",
     "SuggestionPage",
     "check_name",
+    "ConceptDeleted",
+    "ConceptRename",
+    "ConceptsMerge",
+    "ConceptsMerged",
+    "LinkIn",
+    "LinkPage",
+    "LinksCreate",
+    "LinksChanged",
+    "PoolSuggestions",
+    "SuggestedPair",
 ]
 
 MAX_ITEMS = 100_000
@@ -73,6 +83,8 @@ MAX_FEATURES = 4_096
 MAX_LIMIT = 10_000
 """Largest page of a listing."""
 MAX_DESCRIPTION = 10_000
+MAX_TEXT = 1_000_000
+"""Longest concept text (characters)."""
 
 # Control characters, surrogates, and U+FFFE/U+FFFF (which no XML document, hence no GraphML
 # export, can carry).
@@ -112,6 +124,7 @@ Name = Annotated[
 Description = Annotated[str, StringConstraints(max_length=MAX_DESCRIPTION),
                         AfterValidator(_check_text),
                         Field(json_schema_extra={"pattern": "^[^\\u0000]*$"})]
+TextValue = Annotated[str, StringConstraints(max_length=MAX_TEXT), AfterValidator(_check_text)]
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 LabelValue = Literal["positive", "negative"]
 PredictionModelName = Literal["random_forest", "logistic_regression"]
@@ -162,6 +175,9 @@ class ProjectRead(_Response):
     version: int = Field(description="Grows with every change of the project.")
     feature_length: int | None = Field(description="Length of every pool pair's features.")
     prediction_model: str
+    features_computed: bool = Field(
+        default=False, description="The pool's features are computed by sporal from the "
+        "concept texts and links (docs/features.md), not sent with the pairs.")
 
 
 class ProjectCreated(ProjectRead):
@@ -202,6 +218,9 @@ class ProjectList(BaseModel):
 class ConceptIn(_Request):
     name: Name
     description: Description | None = None
+    text: TextValue | None = Field(
+        default=None, description="The concept's text (features are computed from it); "
+        "\"\" removes it, absent keeps it.")
 
 
 class ConceptsCreate(_Request):
@@ -228,7 +247,9 @@ class ConceptPage(BaseModel):
 class PairIn(_Request):
     a: Name
     b: Name
-    features: list[FiniteFloat] = Field(min_length=1, max_length=MAX_FEATURES)
+    features: list[FiniteFloat] | None = Field(
+        default=None, min_length=1, max_length=MAX_FEATURES,
+        description="Absent in a project whose features sporal computes (docs/features.md).")
 
 
 class PairsCreate(_Request):
@@ -443,3 +464,65 @@ class Health(BaseModel):
     version: str = Field(description="The version of the running service.")
     database: str
     open_mode: bool = Field(description="True when no key is asked anywhere.")
+
+
+# ---------------------------------------------------------------------------- texts and links
+class LinkIn(_Request):
+    source: Name = Field(description="The concept whose text refers to `target`.")
+    target: Name
+
+
+class LinksCreate(_Request):
+    links: list[LinkIn] = Field(max_length=MAX_ITEMS)
+
+
+class LinksChanged(BaseModel):
+    created: int = Field(description="Links new to the project (or removed, for DELETE).")
+    unchanged: int = Field(description="Links already there (or absent, for DELETE).")
+    recomputed_pairs: int = Field(
+        description="Pool pairs whose features were computed again (computed projects).")
+
+
+class LinkPage(BaseModel):
+    items: list[LinkIn]
+    total: int
+
+
+class SuggestedPair(BaseModel):
+    a: str
+    b: str
+    similarity: float = Field(description="TF-IDF cosine of the two texts.")
+    link_distance: int | None = Field(
+        description="Links between them, either direction (null: more than 2).")
+
+
+class PoolSuggestions(BaseModel):
+    items: list[SuggestedPair]
+    registered: int = Field(description="Pairs registered (with register=true).")
+
+
+# ---------------------------------------------------------------------------- correcting data
+class ConceptRename(_Request):
+    name: Name
+    new_name: Name
+
+
+class ConceptDeleted(BaseModel):
+    name: str
+    pool_pairs: int = Field(description="Pool pairs of the concept, deleted with it.")
+
+
+class ConceptsMerge(_Request):
+    keep: Name = Field(description="The concept that stays.")
+    merge: Name = Field(description="The concept merged into `keep` (it goes).")
+
+
+class ConceptsMerged(BaseModel):
+    keep: str
+    merged: str
+    labels_moved: int = Field(description="Live labels of `merge` now on `keep`.")
+    labels_dropped: int = Field(
+        description="Live labels retracted: a duplicate of one on `keep`, or a negative "
+        "between the two.")
+    pool_pairs_moved: int
+    pool_pairs_dropped: int

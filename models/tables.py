@@ -19,6 +19,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
@@ -30,6 +31,8 @@ __all__ = [
     "AssertedLabel",
     "ClosurePair",
     "Concept",
+    "ConceptLink",
+    "ConceptText",
     "IdempotencyRecord",
     "PoolPair",
     "Project",
@@ -63,6 +66,13 @@ class Project(Base):
     prediction_model: Mapped[str] = mapped_column(
         String(64), nullable=False, default="random_forest"
     )
+    # The pool's features are computed by sporal from the concept texts and links
+    # (reasoning.features), not sent by the client; ``corpus_version`` grows with every change
+    # of the texts, links or names they are computed from.
+    features_computed: Mapped[bool] = mapped_column(
+        Boolean, nullable=False, default=False, server_default=false())
+    corpus_version: Mapped[int] = mapped_column(
+        Integer, nullable=False, default=0, server_default=text("0"))
 
 
 class Concept(Base):
@@ -77,6 +87,38 @@ class Concept(Base):
     )
     name: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
     description: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class ConceptText(Base):
+    """A concept's text (a wiki page, a syllabus entry): what text features are computed from."""
+
+    __tablename__ = "concept_texts"
+
+    concept_id: Mapped[int] = mapped_column(
+        ForeignKey("concepts.id", ondelete="CASCADE"), primary_key=True
+    )
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    text: Mapped[str] = mapped_column(Text, nullable=False)
+
+
+class ConceptLink(Base):
+    """A directed link between two concepts: ``source``'s text refers to ``target``."""
+
+    __tablename__ = "concept_links"
+    __table_args__ = (UniqueConstraint("project_id", "source_id", "target_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
+    )
+    source_id: Mapped[int] = mapped_column(
+        ForeignKey("concepts.id", ondelete="CASCADE"), nullable=False
+    )
+    target_id: Mapped[int] = mapped_column(
+        ForeignKey("concepts.id", ondelete="CASCADE"), nullable=False
+    )
 
 
 class PoolPair(Base):

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from app.errors import BudgetExceeded, UnknownConcepts
 from app.schemas import ConceptIn
+from app.services.corpus import set_texts
 from app.services.state import ProjectState, load_rows
 from app.services.unit import ProjectWork
 from models import Concept, Project
@@ -30,6 +31,8 @@ def add_concepts(work: ProjectWork, concepts: list[ConceptIn]) -> tuple[int, lis
     """Register ``concepts``; names already present are kept (a new description replaces).
 
     Returns the number of new concepts and every posted concept as stored, in posted order.
+    Texts sent with them are stored next (app.services.corpus), which in a project with
+    computed features recomputes the pool's features.
     """
     wanted: dict[str, str | None] = {}
     for concept in concepts:
@@ -67,7 +70,11 @@ def add_concepts(work: ProjectWork, concepts: list[ConceptIn]) -> tuple[int, lis
         stored = {c.name: c for c in session.scalars(query)}
         return len(new), [stored[name] for name in wanted]
 
-    return work.write(compute, store)
+    created = work.write(compute, store)
+    texts = {concept.name: concept.text for concept in concepts if concept.text is not None}
+    if texts:  # a second short write: the texts need the new concepts' ids
+        set_texts(work, texts)
+    return created
 
 
 def list_concepts(session: Session, project_id: int, limit: int,

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, aliased
 
 from app.services.labels import list_labels
 from app.services.state import decode_features
-from models import AssertedLabel, Concept, PoolPair
+from models import AssertedLabel, Concept, ConceptLink, ConceptText, PoolPair
 
 __all__ = ["export", "neutralise_cell", "project_lines"]
 
@@ -84,24 +84,35 @@ def _line(kind: str, **fields: Any) -> str:
 def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
     """The whole project as JSON Lines records that ``POST .../import`` reads back.
 
-    Settings, concepts and the pool (with features) in registration order, then the label
+    Settings, concepts (with their texts), links and the pool (with features, unless sporal
+    computes them) in registration order, then the label
     history: each assertion and each retraction at the project version it was made, so that
     replaying the file rebuilds the same live labels, closure and ``caused_by``.
     """
     pid = project["id"]
+    computed = bool(project.get("features_computed"))
     yield _line("project", name=project["name"], description=project["description"],
                 prediction_model=project["prediction_model"],
-                feature_length=project["feature_length"])
-    for name, description in session.execute(
-            select(Concept.name, Concept.description).where(Concept.project_id == pid)
-            .order_by(Concept.id)):
-        yield _line("concept", name=name, description=description)
+                feature_length=project["feature_length"],
+                features="computed" if computed else None)
+    for name, description, text in session.execute(
+            select(Concept.name, Concept.description, ConceptText.text)
+            .outerjoin(ConceptText, ConceptText.concept_id == Concept.id)
+            .where(Concept.project_id == pid).order_by(Concept.id)):
+        yield _line("concept", name=name, description=description, text=text)
     a, b = aliased(Concept), aliased(Concept)
+    for source, target in session.execute(
+            select(a.name, b.name).select_from(ConceptLink)
+            .join(a, a.id == ConceptLink.source_id).join(b, b.id == ConceptLink.target_id)
+            .where(ConceptLink.project_id == pid).order_by(ConceptLink.id)):
+        yield _line("link", source=source, target=target)
     for a_name, b_name, blob in session.execute(
             select(a.name, b.name, PoolPair.features).join(a, a.id == PoolPair.a_id)
             .join(b, b.id == PoolPair.b_id).where(PoolPair.project_id == pid)
             .order_by(PoolPair.id)):
-        yield _line("pair", a=a_name, b=b_name, features=decode_features(blob).tolist())
+        # computed features are computed again from the texts and links on import
+        yield _line("pair", a=a_name, b=b_name,
+                    features=None if computed else decode_features(blob).tolist())
     events: list[tuple[int, int, int, str]] = []
     labels = session.execute(
         select(AssertedLabel.id, a.name, b.name, AssertedLabel.positive, AssertedLabel.annotator,

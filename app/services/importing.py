@@ -32,11 +32,14 @@ from app.schemas import (
     ConceptIn,
     Description,
     LabelIn,
+    LinkIn,
     Name,
     PairIn,
     PredictionModelName,
+    TextValue,
 )
 from app.services.concepts import add_concepts
+from app.services.corpus import FEATURE_LENGTH, change_corpus, set_texts
 from app.services.labels import post_bulk, retract_label
 from app.services.pairs import add_pairs
 from app.services.unit import ProjectView, ProjectWork
@@ -53,6 +56,7 @@ __all__ = [
     "ProjectSettings",
     "Record",
     "Source",
+    "TextRecord",
     "al_cpl_records",
     "al_cpl_source",
     "csv_records",
@@ -80,6 +84,7 @@ class ProjectSettings(_Record):
     description: Description | None = None
     prediction_model: PredictionModelName | None = None
     feature_length: int | None = Field(default=None, ge=1)
+    features: Literal["client", "computed"] | None = None
 
 
 class PairRef(_Record):
@@ -89,14 +94,19 @@ class PairRef(_Record):
     b: Name
 
 
-Kind = Literal["project", "concept", "pair", "label", "retract"]
-Item = ProjectSettings | ConceptIn | PairIn | LabelIn | PairRef
+class TextRecord(_Record):
+    """The ``text`` record: a concept's text (``""`` removes it)."""
+
+    name: Name
+    text: TextValue
+
+
+Kind = Literal["project", "concept", "pair", "label", "retract", "text", "link"]
+Item = ProjectSettings | ConceptIn | PairIn | LabelIn | PairRef | TextRecord | LinkIn
 _MODELS: dict[str, type[BaseModel]] = {
     "project": ProjectSettings, "concept": ConceptIn, "pair": PairIn, "label": LabelIn,
-    "retract": PairRef,
+    "retract": PairRef, "text": TextRecord, "link": LinkIn,
 }
-_LATER = {"link": "link records are not supported by this version",
-          "text": "concept texts are not supported by this version"}
 
 
 @dataclass(frozen=True)
@@ -123,6 +133,8 @@ class ImportSummary(BaseModel):
     labels_created: int = 0
     labels_unchanged: int = 0
     labels_retracted: int = 0
+    texts_set: int = 0
+    links_created: int = 0
     records: int = 0
 
 
@@ -137,11 +149,7 @@ def _reason(error: ValidationError) -> str:
 def _item(kind: str, fields: dict[str, Any]) -> Item | str:
     model = _MODELS.get(kind)
     if model is None:
-        return _LATER.get(kind, f"unknown kind {kind!r} (want one of {', '.join(_MODELS)})")
-    if kind == "concept" and "text" in fields:
-        return _LATER["text"]
-    if kind == "pair" and "features" not in fields:
-        return "pair records need features in this version"
+        return f"unknown kind {kind!r} (want one of {', '.join(_MODELS)})"
     try:
         item: Item = model.model_validate(fields)  # type: ignore[assignment]
     except ValidationError as exc:
@@ -312,6 +320,9 @@ class _Validator:
         self.state = state
         self.new: set[str] = set()
         self.feature_length = view.project.feature_length
+        # True: the pool's features are computed; False: the client's; None: not known yet
+        self.computed: bool | None = True if view.project.features_computed else (
+            False if self.feature_length is not None else None)
         self.pool_digest: dict[tuple[str, str], bytes] = {}
         self.closure: Closure = state.closure.copy()
         self.live: set[tuple[Any, Any]] = set(state.closure.asserted)
@@ -342,12 +353,20 @@ class _Validator:
                     and item.feature_length != self.feature_length:
                 return f"feature_length {item.feature_length}, the project has " \
                        f"{self.feature_length}"
+            if item.features is not None:
+                return self.mode(item.features == "computed")
             return None
         if isinstance(item, ConceptIn):
             if item.name not in self.state.id_of and item.name not in self.new:
                 self.new.add(item.name)
                 self.closure.add_concept(item.name)
             return None
+        if isinstance(item, TextRecord):
+            return self.known(item.name)
+        if isinstance(item, LinkIn):
+            missing = self.known(item.source, item.target)
+            return missing or ("a link needs two concepts" if item.source == item.target
+                               else None)
         assert isinstance(item, PairIn | LabelIn | PairRef)
         missing = self.known(item.a, item.b)
         if missing:
@@ -360,7 +379,22 @@ class _Validator:
             return self.label(item)
         return self.retract(item)
 
+    def mode(self, computed: bool) -> str | None:
+        """The project's features are computed (or the client's) from here on."""
+        if self.computed is not None and self.computed != computed:
+            return ("the project's features are computed from texts and links: send pairs "
+                    "without features" if self.computed else
+                    "the project's pairs come with features (its features are not computed)")
+        self.computed = computed
+        if computed:
+            self.feature_length = FEATURE_LENGTH
+        return None
+
     def pair(self, item: PairIn) -> str | None:
+        if item.features is None or self.computed:
+            return self.mode(item.features is None)
+        if (refused := self.mode(False)) is not None:
+            return refused
         if self.feature_length is None:
             self.feature_length = len(item.features)
         if len(item.features) != self.feature_length:
@@ -429,7 +463,10 @@ def validate(view: ProjectView, source: Source) -> int:
 
 # ---------------------------------------------------------------------------- writing
 def _apply_settings(work: ProjectWork, item: ProjectSettings) -> None:
-    changes = item.model_dump(include={"description", "prediction_model"}, exclude_none=True)
+    changes: dict[str, Any] = item.model_dump(include={"description", "prediction_model"},
+                                              exclude_none=True)
+    if item.features == "computed" and not work.project.features_computed:
+        changes.update(features_computed=True, feature_length=FEATURE_LENGTH)
     if not changes:
         return
 
@@ -437,6 +474,7 @@ def _apply_settings(work: ProjectWork, item: ProjectSettings) -> None:
         for field, value in changes.items():
             setattr(project, field, value)
         project.version += 1  # other processes drop their trained models
+        work.state.feature_length = project.feature_length
 
     work.write(lambda work: None, store)
 
@@ -453,6 +491,11 @@ def _write_batch(work: ProjectWork, kind: Kind, items: list[Any], summary: Impor
         pairs = add_pairs(work, items)
         summary.pairs_created += pairs.created
         summary.pairs_unchanged += pairs.unchanged
+    elif kind == "text":
+        summary.texts_set += set_texts(work, {item.name: item.text for item in items})
+    elif kind == "link":
+        plan, _ = change_corpus(work, add_links=[(item.source, item.target) for item in items])
+        summary.links_created += len(plan.links_added)
     elif kind == "label":
         _, body = post_bulk(work, BulkLabels(labels=items))
         summary.labels_created += body["created"]

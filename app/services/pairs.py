@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -10,6 +11,7 @@ from sqlalchemy.orm import aliased
 
 from app.errors import InvalidItems, UnknownConcepts
 from app.schemas import PairIn, PairPage, PairRead, PairsCreated
+from app.services.corpus import FEATURE_LENGTH, computed_features
 from app.services.state import ProjectState, encode_features, load_rows
 from app.services.unit import ProjectView, ProjectWork
 from models import Concept, PoolPair, Project
@@ -17,9 +19,12 @@ from models import Concept, PoolPair, Project
 __all__ = ["add_pairs", "list_pairs"]
 
 
-def _check(state: ProjectState, pairs: list[PairIn],
-           feature_length: int) -> tuple[list[dict[str, Any]], list[str], list[int], int]:
-    """Every offending item, the unknown names, the rows to insert and the unchanged count."""
+def _check(state: ProjectState, pairs: list[PairIn], feature_length: int,
+           computed: bool) -> tuple[list[dict[str, Any]], list[str], list[int], int]:
+    """Every offending item, the unknown names, the rows to insert and the unchanged count.
+
+    In a ``computed`` project a pair comes without features; in the others with them.
+    """
     errors: list[dict[str, Any]] = []
     unknown: list[str] = []
     new_rows: list[int] = []
@@ -39,6 +44,19 @@ def _check(state: ProjectState, pairs: list[PairIn],
         if key[0] == key[1]:
             fail(index, pair, "a pair needs two different concepts")
             continue
+        if computed or pair.features is None:
+            if not computed:
+                fail(index, pair, "the project's pairs come with features (its features are "
+                                  "not computed)")
+            elif pair.features is not None:
+                fail(index, pair, "the project's features are computed from texts and links: "
+                                  "send the pair without features")
+            elif key in state.pool.row_of or key in seen:
+                unchanged += 1
+            else:
+                seen[key] = np.zeros(0)
+                new_rows.append(index)
+            continue
         if len(pair.features) != feature_length:
             fail(index, pair, f"{len(pair.features)} features, the project has {feature_length}")
             continue
@@ -56,35 +74,61 @@ def _check(state: ProjectState, pairs: list[PairIn],
     return errors, unknown, new_rows, unchanged
 
 
+@dataclass(frozen=True)
+class _Plan:
+    rows: list[int]
+    unchanged: int
+    feature_length: int | None
+    computed: bool
+    features: np.ndarray | None  # computed features of ``rows``
+
+
 def add_pairs(work: ProjectWork, pairs: list[PairIn]) -> PairsCreated:
     """Register pool pairs, all or nothing.
+
+    A project's first pairs sent without features make it a *computed* project: sporal
+    computes every pair's features from the concept texts and links (app.services.corpus).
 
     Raises :class:`UnknownConcepts` or :class:`InvalidItems` naming every offending item;
     nothing is stored then.
     """
 
-    def compute(work: ProjectWork) -> tuple[list[int], int, int | None]:
+    def compute(work: ProjectWork) -> _Plan:
+        project = work.project
         if not pairs:
-            return [], 0, work.project.feature_length
-        feature_length = work.project.feature_length or len(pairs[0].features)
-        errors, unknown, new_rows, unchanged = _check(work.state, pairs, feature_length)
+            return _Plan([], 0, project.feature_length, project.features_computed, None)
+        computed = project.features_computed or (
+            project.feature_length is None and pairs[0].features is None)
+        first = pairs[0].features
+        feature_length = project.feature_length or (
+            FEATURE_LENGTH if computed or first is None else len(first))
+        errors, unknown, new_rows, unchanged = _check(work.state, pairs, feature_length,
+                                                      computed)
         if unknown:
             raise UnknownConcepts(unknown, errors)
         if errors:
             raise InvalidItems(errors, "pairs")
-        return new_rows, unchanged, feature_length
+        features = None
+        if computed and new_rows:
+            state = work.state
+            features = computed_features(work.session, state, project, np.array(
+                [(state.id_of[pairs[i].a], state.id_of[pairs[i].b]) for i in new_rows],
+                dtype=np.int64))
+        return _Plan(new_rows, unchanged, feature_length, computed, features)
 
-    def store(work: ProjectWork, project: Project,
-              plan: tuple[list[int], int, int | None]) -> PairsCreated:
-        new_rows, unchanged, feature_length = plan
+    def store(work: ProjectWork, project: Project, plan: _Plan) -> PairsCreated:
+        new_rows, unchanged, feature_length = plan.rows, plan.unchanged, plan.feature_length
         state, session = work.state, work.session
         if new_rows:
             session.execute(insert(PoolPair), [
                 {"project_id": project.id, "a_id": state.id_of[pairs[i].a],
-                 "b_id": state.id_of[pairs[i].b], "features": encode_features(pairs[i].features)}
-                for i in new_rows
+                 "b_id": state.id_of[pairs[i].b],
+                 "features": encode_features(plan.features[k] if plan.features is not None
+                                             else pairs[i].features or [])}
+                for k, i in enumerate(new_rows)
             ])
             project.feature_length = feature_length
+            project.features_computed = plan.computed
             project.version += 1
             session.flush()
             state.feature_length = feature_length

@@ -74,7 +74,8 @@ def _columns(project: Project) -> dict[str, object]:
     return {"id": project.id, "name": project.name, "description": project.description,
             "created_at": project.created_at, "version": project.version,
             "feature_length": project.feature_length,
-            "prediction_model": project.prediction_model}
+            "prediction_model": project.prediction_model,
+            "features_computed": project.features_computed}
 
 
 def update_project(session: Session, project_id: int, body: ProjectUpdate) -> Project:

@@ -68,7 +68,7 @@ def test_every_bad_line_is_listed_with_its_number_and_nothing_is_stored(
         json.dumps({"kind": "label", "a": "x", "b": "y", "label": "positive"}).encode(),
         json.dumps({"kind": "label", "a": "y", "b": "x", "label": "positive"}).encode(),  # 9
         json.dumps({"kind": "concept", "name": "a\nb"}).encode(),              # 10 control
-        json.dumps({"kind": "link", "source": "x", "target": "y"}).encode(),   # 11 later
+        json.dumps({"kind": "link", "source": "x", "target": "x"}).encode(),   # 11 self
         json.dumps({"kind": "retract", "a": "limit", "b": "x"}).encode(),      # 12 no label
         json.dumps({"kind": "concept", "name": "z", "colour": "red"}).encode(),  # 13 unknown
     ])

@@ -1,0 +1,63 @@
+"""``/projects/{pid}/links`` and ``/projects/{pid}/pool/suggest``: the corpus features come from.
+
+Concept texts travel with the concepts (``POST .../concepts``, field ``text``) or as import
+records; links between concepts here. In a project whose features sporal computes, a change
+of texts or links computes every pool pair's features again (docs/features.md).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from app.routes.common import (
+    Limit,
+    Offset,
+    ReadProject,
+    StrictJSONRoute,
+    WriteProject,
+    problem_responses,
+)
+from app.schemas import LinkIn, LinkPage, LinksChanged, LinksCreate, Name
+from app.security import ProjectKeyDep
+from app.services import corpus as service
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/projects/{project_id}", tags=["texts and links"],
+                   dependencies=[ProjectKeyDep],
+                   responses=problem_responses(401, 403, 404, 422, 503),
+                   route_class=StrictJSONRoute)
+
+ConceptQuery = Annotated[Name, Query(description="A concept's name.")]
+
+
+@router.post("/links", status_code=201, response_model=LinksChanged,
+             responses=problem_responses(409, 413))
+def add_links(body: LinksCreate, work: WriteProject) -> LinksChanged:
+    """Add directed links (`source`'s text refers to `target`); a known link is not an error.
+
+    Unknown concepts or a self link: 422 naming each, nothing stored. In a project with
+    computed features every pool pair's features are computed again.
+    """
+    links = [(link.source, link.target) for link in body.links]
+    plan, recomputed = service.change_corpus(work, add_links=links)
+    return LinksChanged(created=len(plan.links_added),
+                        unchanged=len(set(links)) - len(plan.links_added),
+                        recomputed_pairs=recomputed)
+
+
+@router.get("/links", response_model=LinkPage)
+def list_links(view: ReadProject, limit: Limit = 100, offset: Offset = 0) -> LinkPage:
+    """The links in the order they were added."""
+    links, total = service.list_links(view.session, view.state, limit, offset)
+    return LinkPage(items=[LinkIn(source=u, target=v) for u, v in links], total=total)
+
+
+@router.delete("/links", response_model=LinksChanged, responses=problem_responses(409))
+def remove_link(work: WriteProject, source: ConceptQuery, target: ConceptQuery) -> LinksChanged:
+    """Remove the link from `source` to `target` (absent: nothing changes)."""
+    plan, recomputed = service.change_corpus(work, remove_links=[(source, target)])
+    removed = len(plan.links_removed)
+    return LinksChanged(created=removed, unchanged=1 - removed, recomputed_pairs=recomputed)
