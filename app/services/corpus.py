@@ -42,6 +42,7 @@ __all__ = [
     "read_corpus",
     "rebuild_state",
     "set_texts",
+    "statistics",
 ]
 
 FEATURE_LENGTH = len(FEATURE_NAMES)
@@ -79,17 +80,18 @@ def read_corpus(session: Session, state: ProjectState) -> Corpus:
     """The corpus as stored now (names from the caught-up ``state``)."""
     pid = state.project_id
     ids = sorted(state.name_of)
-    texts: dict[int, str] = dict(session.execute(  # type: ignore[arg-type]
-        select(ConceptText.concept_id, ConceptText.text).where(ConceptText.project_id == pid)))
+    rows = session.execute(select(ConceptText.concept_id, ConceptText.text)
+                           .where(ConceptText.project_id == pid)).all()
+    texts: dict[int, str] = {row.concept_id: row.text for row in rows}
     links: set[tuple[int, int]] = {(u, v) for u, v in session.execute(
         select(ConceptLink.source_id, ConceptLink.target_id)
         .where(ConceptLink.project_id == pid))}
     return Corpus(ids, [state.name_of[i] for i in ids], texts, links)
 
 
-def computed_features(session: Session, state: ProjectState, project: Project,
-                      pairs: np.ndarray) -> np.ndarray:
-    """Features of ``pairs`` (concept ids) from the stored corpus, its statistics cached.
+def statistics(session: Session, state: ProjectState,
+               project: Project) -> tuple[Corpus, CorpusStatistics]:
+    """The stored corpus and its statistics, cached.
 
     The statistics are kept per ``(project, corpus_version, concepts, newest concept)``: a
     new concept (its name is a title that texts may mention) or a corpus change reads again.
@@ -104,6 +106,13 @@ def computed_features(session: Session, state: ProjectState, project: Project,
             _cache[key] = stats
             while len(_cache) > _CACHE_SIZE:
                 _cache.popitem(last=False)
+    return corpus, stats
+
+
+def computed_features(session: Session, state: ProjectState, project: Project,
+                      pairs: np.ndarray) -> np.ndarray:
+    """Features of ``pairs`` (concept ids) from the stored corpus."""
+    corpus, stats = statistics(session, state, project)
     return corpus.features(stats, pairs)
 
 
