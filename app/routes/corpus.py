@@ -19,9 +19,18 @@ from app.routes.common import (
     WriteProject,
     problem_responses,
 )
-from app.schemas import LinkIn, LinkPage, LinksChanged, LinksCreate, Name
+from app.schemas import (
+    LinkIn,
+    LinkPage,
+    LinksChanged,
+    LinksCreate,
+    Name,
+    PoolSuggestions,
+    SuggestedPair,
+)
 from app.security import ProjectKeyDep
 from app.services import corpus as service
+from app.services.pairs import suggest_pool as suggest
 
 __all__ = ["router"]
 
@@ -61,3 +70,21 @@ def remove_link(work: WriteProject, source: ConceptQuery, target: ConceptQuery) 
     plan, recomputed = service.change_corpus(work, remove_links=[(source, target)])
     removed = len(plan.links_removed)
     return LinksChanged(created=removed, unchanged=1 - removed, recomputed_pairs=recomputed)
+
+
+@router.post("/pool/suggest", response_model=PoolSuggestions, responses=problem_responses(409))
+def suggest_pool(work: WriteProject,
+                 per_concept: Annotated[int, Query(ge=1, le=1000, description=(
+                     "Neighbours per concept: alternately the next most similar text and the "
+                     "next closest by links (1, then 2 links, either direction)."))] = 5,
+                 register: Annotated[bool, Query(description=(
+                     "Also register the suggested pairs (a project whose features sporal "
+                     "computes, or an empty pool)."))] = False) -> PoolSuggestions:
+    """Suggest pool pairs from the texts and links: both directions of each concept's nearest
+    neighbours, so that the pool grows with the concepts, not with their square.
+
+    Pairs already in the pool are left out. With `register=true` they are registered too.
+    """
+    items, registered = suggest(work, per_concept, register)
+    return PoolSuggestions(items=[SuggestedPair(a=a, b=b, similarity=s, link_distance=d)
+                                  for a, b, s, d in items], registered=registered)

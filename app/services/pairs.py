@@ -1,4 +1,4 @@
-"""The pool: register candidate pairs with their features, list them."""
+"""The pool: register candidate pairs with their features, list them, suggest them."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ from sqlalchemy.orm import aliased
 
 from app.errors import InvalidItems, UnknownConcepts
 from app.schemas import PairIn, PairPage, PairRead, PairsCreated
-from app.services.corpus import FEATURE_LENGTH, computed_features
+from app.services.corpus import FEATURE_LENGTH, computed_features, statistics
 from app.services.state import ProjectState, encode_features, load_rows
 from app.services.unit import ProjectView, ProjectWork
 from models import Concept, PoolPair, Project
+from reasoning.pool import suggest_pairs
 
-__all__ = ["add_pairs", "list_pairs"]
+__all__ = ["add_pairs", "list_pairs", "suggest_pool"]
 
 
 def _check(state: ProjectState, pairs: list[PairIn], feature_length: int,
@@ -137,6 +138,36 @@ def add_pairs(work: ProjectWork, pairs: list[PairIn]) -> PairsCreated:
                             feature_length=project.feature_length)
 
     return work.write(compute, store)
+
+
+def suggest_pool(work: ProjectWork, per_concept: int,
+                 register: bool) -> tuple[list[tuple[str, str, float, int | None]], int]:
+    """Pairs worth a place in the pool (:func:`reasoning.pool.suggest_pairs`), not in it yet.
+
+    Returns ``(a, b, similarity, link distance or None)`` per pair, and how many were
+    registered (with ``register``, through :func:`add_pairs`: the project's
+    features must be computed, or its pool still empty).
+    """
+    state = work.state
+    corpus, stats = statistics(work.session, state, work.project)
+    suggested = suggest_pairs(stats, per_concept)
+    work.session.rollback()  # no read transaction held while the pairs are registered
+    ids, name = corpus.ids, state.name_of
+    items = []
+    for (i, j), similarity, distance in zip(suggested.pairs.tolist(),
+                                            suggested.similarity.tolist(),
+                                            suggested.distance.tolist(), strict=True):
+        a, b = ids[i], ids[j]
+        if (a, b) not in state.pool.row_of:
+            items.append((name[a], name[b], similarity, None if distance < 0 else distance))
+    if not register or not items:
+        return items, 0
+    if not work.project.features_computed and len(state.pool):
+        raise InvalidItems([{"reason": "register=true needs a project whose features are "
+                                       "computed (its pool pairs come without features)"}],
+                           "requests")
+    created = add_pairs(work, [PairIn(a=a, b=b) for a, b, _, _ in items])
+    return items, created.created
 
 
 def list_pairs(view: ProjectView, limit: int, offset: int) -> PairPage:

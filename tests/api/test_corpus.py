@@ -148,3 +148,30 @@ def test_import_refuses_a_pair_without_features_in_a_client_project(client: Test
     response = client.post(f"/projects/{pid}/import", content=body, headers=JSONL)
     errors = assert_problem(response, 422, "invalid-items")["errors"]
     assert [e["line"] for e in errors] == [1, 2]
+
+
+def test_pool_suggest_returns_new_pairs_both_ways_and_registers_them(client: TestClient) -> None:
+    pid = computed_project(client, [("limit", "derivative")])
+    response = client.post(f"/projects/{pid}/pool/suggest", params={"per_concept": 2})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    pairs = {(i["a"], i["b"]) for i in body["items"]}
+    assert body["registered"] == 0 and pairs
+    assert ("limit", "derivative") not in pairs  # already in the pool
+    assert all((b, a) in pairs or (b, a) == ("limit", "derivative") for a, b in pairs)
+    linked = {(i["a"], i["b"]): i["link_distance"] for i in body["items"]}
+    assert linked[("integral", "limit")] == 1
+    response = client.post(f"/projects/{pid}/pool/suggest",
+                           params={"per_concept": 2, "register": "true"})
+    assert response.json()["registered"] == len(pairs)
+    pool = features_of(client, pid)
+    assert pairs <= set(pool) and len(pool) == len(pairs) + 1
+    again = client.post(f"/projects/{pid}/pool/suggest", params={"per_concept": 2}).json()
+    assert again["items"] == []
+
+
+def test_pool_suggest_cannot_register_into_a_client_features_pool(client: TestClient) -> None:
+    pid = new_project(client, ["a", "b", "c"], [("a", "b", [0.5])])
+    client.post(f"/projects/{pid}/links", json={"links": [{"source": "c", "target": "a"}]})
+    response = client.post(f"/projects/{pid}/pool/suggest", params={"register": "true"})
+    assert_problem(response, 422, "invalid-items")
