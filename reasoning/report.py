@@ -46,9 +46,10 @@ __all__ = [
 CURVE_FIELDS = ("domain", "strategy", "repeat", "queries", "labeled", "auc", "closure_seconds")
 SUMMARY_FIELDS = ("domain", "strategy", "queries", "runs", "auc_mean", "auc_ci_low",
                   "auc_ci_high", "auc_half_width", "labeled_mean", "labeled_half_width")
-_ORDER = ("Random", "LC", "QBC", "Random-R", "LC-R", "QBC-R", "CNT", "LC-R+", "QBC-R+")
+_ORDER = ("Random", "LC", "QBC", "Random-R", "LC-R", "QBC-R", "CNT", "LC-R+", "QBC-R+", "EDP")
 _FAMILIES = {"LC": ("LC", "LC-R", "LC-R+"), "QBC": ("QBC", "QBC-R", "QBC-R+")}
-_REFERENCES = {"Random": ("grey", ":"), "Random-R": ("grey", "--"), "CNT": ("black", "-.")}
+_REFERENCES = {"Random": ("grey", ":"), "Random-R": ("grey", "--"), "CNT": ("black", "-."),
+               "EDP": ("tab:red", "-")}
 _LEVEL_COLOR = ("tab:blue", "tab:orange", "tab:green")  # no reasoning, -R, -R+
 
 
@@ -218,8 +219,9 @@ def markdown_table(summary: list[dict], marks: Sequence[int] = (50, 100, 150)) -
 
 
 CLAIMS = (("Random-R", "Random"), ("LC-R", "LC"), ("QBC-R", "QBC"),
-          ("LC-R+", "LC-R"), ("QBC-R+", "QBC-R"), ("CNT", "Random-R"))
-"""The paper's comparisons: reasoning against none, then ``-R+`` against ``-R``."""
+          ("LC-R+", "LC-R"), ("QBC-R+", "QBC-R"), ("CNT", "Random-R"), ("EDP", "LC-R+"))
+"""The paper's comparisons (reasoning against none, then ``-R+`` against ``-R``), and the
+strategy beyond the paper against the paper's LC-R+."""
 
 
 def paired_differences(rows: Iterable[dict], comparisons: Sequence[tuple[str, str]] = CLAIMS,

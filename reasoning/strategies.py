@@ -1,4 +1,4 @@
-"""The nine query strategies of Liang et al. (2018), Table 3, and batch selection.
+"""The nine query strategies of Liang et al. (2018), Table 3, those beyond it, and batches.
 
 A strategy is a small *score* function over the candidate pool pairs plus a separate
 *selection* step (the best ``k`` with a seeded random tie-break), in the manner of modAL:
@@ -18,6 +18,17 @@ QBC      ``QBC``      ``QBC-R``              ``QBC-R+``
   decide among the undecided pool pairs (:func:`reasoning.gains.candidate_gains`), with the
   weights of ``shared/design/closure.md``: CNT 1/1, LC-R+ ``1 - p``/``p``, QBC-R+ the number of
   members voting negative/positive.
+
+Beyond the paper (:data:`NEW_STRATEGIES`):
+
+* ``EDP`` (expected decided pairs): ``p·F(+) + (1 − p)·F(−)`` with ``F`` the *count* of the
+  undecided pool pairs each answer would newly decide and ``p`` the LC model's probability of
+  positive for the candidate. The paper's ``-R+`` scores what is decided whichever the
+  answer (the minimum); EDP scores what is decided on average, the greedy step towards a
+  complete map for the fewest questions (``sporal simulate --mode coverage``).
+
+:data:`DEFAULT_STRATEGY` (``default`` in :func:`parse_strategy`) is the best of them in the
+coverage measure.
 
 With ``k > 1`` the batch holds no pair that either answer to another pair of the batch would
 decide (:func:`entangled`): such a question would be wasted once the other is answered.
@@ -42,13 +53,16 @@ from reasoning.gains import candidate_gains
 
 __all__ = [
     "ALL_STRATEGIES",
+    "DEFAULT_STRATEGY",
     "MIN_TRAIN_ROWS",
+    "NEW_STRATEGIES",
     "ModelOutputs",
     "STRATEGY_NAMES",
     "Scores",
     "Selection",
     "disagreement",
     "entangled",
+    "expected_decided",
     "family",
     "fit_model",
     "least_confidence",
@@ -66,8 +80,11 @@ __all__ = [
 STRATEGY_NAMES = ("Random", "LC", "QBC", "Random-R", "LC-R", "QBC-R", "CNT", "LC-R+", "QBC-R+")
 """The strategies in the order of the paper's Table 3."""
 
-NEW_STRATEGIES: tuple[str, ...] = ()
+NEW_STRATEGIES: tuple[str, ...] = ("EDP",)
 """Strategies beyond the paper (see the module docstring)."""
+
+DEFAULT_STRATEGY = "EDP"
+"""What ``default`` stands for: the fewest questions to a complete map that we measured."""
 
 ALL_STRATEGIES = STRATEGY_NAMES + NEW_STRATEGIES
 """Every strategy: the paper's nine, then the new ones (``--strategies all``)."""
@@ -77,8 +94,10 @@ MIN_TRAIN_ROWS = 2
 
 _FAMILY = {"Random": "random", "Random-R": "random", "CNT": "random",
            "LC": "lc", "LC-R": "lc", "LC-R+": "lc",
-           "QBC": "qbc", "QBC-R": "qbc", "QBC-R+": "qbc"}
-_GAINS = frozenset({"CNT", "LC-R+", "QBC-R+"})
+           "QBC": "qbc", "QBC-R": "qbc", "QBC-R+": "qbc",
+           "EDP": "lc"}
+_GAINS = frozenset({"CNT", "LC-R+", "QBC-R+", "EDP"})
+_EXPECTED = frozenset({"EDP"})  # counts, not weights, scored by their expectation
 _PLAIN = frozenset({"Random", "LC", "QBC"})
 _BY_KEY = {name.lower(): name for name in ALL_STRATEGIES}
 
@@ -111,20 +130,26 @@ def parse_strategy(text: str) -> str:
     """The canonical name of a strategy, read leniently.
 
     Case does not matter; a trailing ``plus`` may stand for ``+``, and a trailing
-    space stands for a ``+`` that a query string decoded into a space.
+    space stands for a ``+`` that a query string decoded into a space. ``default`` stands
+    for :data:`DEFAULT_STRATEGY`, whose own name is returned.
 
     Examples
     --------
     >>> parse_strategy("lc-r+"), parse_strategy("QBC-Rplus"), parse_strategy("LC-R ")
     ('LC-R+', 'QBC-R+', 'LC-R+')
+    >>> parse_strategy("default")
+    'EDP'
     """
     raw = str(text)
+    if raw.strip().lower() == "default":
+        return DEFAULT_STRATEGY
     key = re.sub(r"\s*plus$", "+", raw.strip().lower().replace("_", "-"))
     spellings = [key + "+", key] if raw.endswith(" ") else [key]
     for spelling in spellings:
         if spelling in _BY_KEY:
             return _BY_KEY[spelling]
-    raise ValueError(f"unknown strategy {text!r}; valid: {', '.join(ALL_STRATEGIES)}")
+    raise ValueError(f"unknown strategy {text!r}; valid: {', '.join(ALL_STRATEGIES)}, "
+                     f"or default ({DEFAULT_STRATEGY})")
 
 
 def family(strategy: str) -> str:
@@ -211,6 +236,19 @@ def scores_by_gain(gain_positive: np.ndarray, gain_negative: np.ndarray) -> np.n
     return np.minimum(gain_positive, gain_negative)
 
 
+def expected_decided(p: np.ndarray, gain_positive: np.ndarray,
+                     gain_negative: np.ndarray) -> np.ndarray:
+    """EDP: the pairs an answer decides on average, ``p·F(+) + (1 − p)·F(−)``.
+
+    Examples
+    --------
+    >>> expected_decided(np.array([0.9, 0.5]), np.array([3.0, 3.0]), np.array([1.0, 1.0]))
+    array([2.8, 2. ])
+    """
+    p = np.asarray(p, dtype=np.float64)
+    return p * gain_positive + (1.0 - p) * gain_negative
+
+
 @dataclass(frozen=True)
 class ModelOutputs:
     """What a fitted model says about every pool row, computed once per model.
@@ -253,6 +291,8 @@ def _gain_weights(strategy: str, outputs: ModelOutputs | None,
                   m: int) -> tuple[np.ndarray, np.ndarray]:
     """Weights of each pool pair becoming positive / negative (closure.md's table)."""
     kind = family(strategy)
+    if strategy in _EXPECTED:
+        return np.ones(m), np.ones(m)
     if kind == "lc" and outputs is not None and outputs.proba is not None:
         p = outputs.proba
         return 1.0 - p, p
@@ -307,6 +347,10 @@ def score_candidates(strategy: str, *, closure: Closure | None, pool, X, candida
             raise ValueError(f"{strategy} needs the closure")
         wp, wn = _gain_weights(strategy, outputs, len(pool))
         gp, gn = candidate_gains(closure, pool[rows], pool, wp, wn)
+        if strategy in _EXPECTED:
+            p = (np.full(len(rows), 0.5) if outputs is None or outputs.proba is None
+                 else outputs.proba[rows])
+            return Scores(rows, expected_decided(p, gp, gn), gp, gn)
         return Scores(rows, scores_by_gain(gp, gn), gp, gn)
     kind = family(strategy)
     if kind == "lc":

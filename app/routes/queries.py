@@ -39,8 +39,9 @@ def next_queries(
     work: WriteProject,
     settings: SettingsDep,
     strategy: Annotated[str, Query(max_length=32, description=(
-        "Random, LC, QBC, Random-R, LC-R, QBC-R, CNT, LC-R+, QBC-R+ (any case; `plus` may "
-        "stand for `+`, which a query string otherwise reads as a space)."))] = "LC-R+",
+        "Random, LC, QBC, Random-R, LC-R, QBC-R, CNT, LC-R+, QBC-R+, EDP, or default (EDP; "
+        "the answer names the resolved strategy). Any case; `plus` may stand for `+`, which "
+        "a query string otherwise reads as a space."))] = "default",
     k: Annotated[int, Query(ge=1, le=MAX_BATCH, description="How many questions.")] = 1,
     annotator: Annotated[Name | None, Query(description=(
         "Reserve the returned pairs for this annotator for a lease; other annotators are "

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select, update
 
 from models import Reservation, Suggestion, utcnow
-from reasoning.strategies import STRATEGY_NAMES
+from reasoning.strategies import ALL_STRATEGIES, STRATEGY_NAMES
 from tests.api.conftest import assert_problem, label, new_project
 
 N = 8
@@ -45,15 +45,17 @@ def _db(client: TestClient):  # the app's session factory, to look behind the AP
 def test_next_suggests_an_undecided_pool_pair_with_gains(client: TestClient) -> None:
     pid = _chain_project(client)
     body = client.get(f"/projects/{pid}/next").json()
-    assert body["strategy"] == "LC-R+" and body["undecided"] == N * (N - 1)
+    assert body["strategy"] == "EDP" and body["undecided"] == N * (N - 1)  # the default
     assert body["model"] is None  # no label yet: p = 0.5
     [query] = body["queries"]
     assert (query["a"], query["b"]) in _undecided(client, pid)
     assert query["gain_if_positive"] >= 1 and query["gain_if_negative"] >= 1
-    assert query["score"] == min(query["gain_if_positive"], query["gain_if_negative"])
+    assert query["score"] == (query["gain_if_positive"] + query["gain_if_negative"]) / 2
+    named = client.get(f"/projects/{pid}/next", params={"strategy": "default"}).json()
+    assert named["strategy"] == "EDP" and named["queries"] == body["queries"]
 
 
-@pytest.mark.parametrize("strategy", STRATEGY_NAMES)
+@pytest.mark.parametrize("strategy", ALL_STRATEGIES)
 def test_every_strategy_only_suggests_undecided_pool_pairs(client: TestClient,
                                                            strategy: str) -> None:
     pid = _chain_project(client)
@@ -150,7 +152,7 @@ def test_suggestions_are_logged(client: TestClient) -> None:
     with _db(client)() as session:
         rows = session.scalars(select(Suggestion).where(Suggestion.project_id == pid)).all()
     assert len(rows) == 2 and {r.annotator for r in rows} == {"ann"}
-    assert all(r.strategy == "LC-R+" for r in rows)
+    assert all(r.strategy == "EDP" for r in rows)  # the default, by its own name
 
 
 @pytest.mark.parametrize("prediction_model", ["random_forest", "logistic_regression"])
@@ -209,7 +211,7 @@ def test_the_suggestion_log_is_listed_newest_first(client: TestClient) -> None:
     assert [(i["a"], i["b"]) for i in items[2:]] == [(first[0]["a"], first[0]["b"])]
     assert {(i["a"], i["b"]) for i in items[:2]} == {(q["a"], q["b"])
                                                       for q in second["queries"]}
-    assert [i["strategy"] for i in items] == ["CNT", "CNT", "LC-R+"]
+    assert [i["strategy"] for i in items] == ["CNT", "CNT", "EDP"]
     assert [i["annotator"] for i in items] == [None, None, "ann"]
     assert items[2]["score"] == first[0]["score"]
     assert items[2]["gain_if_positive"] == first[0]["gain_if_positive"]

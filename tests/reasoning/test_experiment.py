@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from app.cli import cli
 from reasoning.data import Domain
 from reasoning.experiment import _auc, run_strategy, simulate, split_pool
-from reasoning.strategies import STRATEGY_NAMES
+from reasoning.strategies import ALL_STRATEGIES
 
 
 def chain_domain(n: int = 8, signal: float = 0.0, seed: int = 0) -> Domain:
@@ -102,7 +102,7 @@ def test_quick_simulation_end_to_end_on_the_real_data(al_cpl, tmp_path):
     assert list(rows[0])[:6] == ["domain", "strategy", "repeat", "queries", "labeled", "auc"]
     assert {r["domain"] for r in rows} == {"data_mining"}  # quick: the smallest domain
     keys = {(r["strategy"], r["repeat"], r["queries"]) for r in rows}
-    assert keys == {(s, str(rep), str(q)) for s in STRATEGY_NAMES for rep in (0, 1)
+    assert keys == {(s, str(rep), str(q)) for s in ALL_STRATEGIES for rep in (0, 1)
                     for q in (0, 10, 20, 30)}
     assert len(rows) == len(keys)
     for r in rows:
@@ -114,7 +114,7 @@ def test_quick_simulation_end_to_end_on_the_real_data(al_cpl, tmp_path):
             assert int(r["labeled"]) >= floor
     with (out / "summary.csv").open() as handle:
         summary = list(csv.DictReader(handle))
-    assert len(summary) == 9 * 4 and {s["runs"] for s in summary} == {"2"}
+    assert len(summary) == len(ALL_STRATEGIES) * 4 and {s["runs"] for s in summary} == {"2"}
 
 
 def test_simulate_refuses_unknown_domains_and_strategies(al_cpl, tmp_path):

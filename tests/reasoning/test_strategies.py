@@ -27,6 +27,9 @@ from hypothesis import strategies as st
 
 from reasoning.closure import Closure
 from reasoning.strategies import (
+    ALL_STRATEGIES,
+    DEFAULT_STRATEGY,
+    NEW_STRATEGIES,
     STRATEGY_NAMES,
     entangled,
     fit_model,
@@ -329,3 +332,45 @@ def test_a_batch_skips_the_reverse_of_a_chosen_pair_and_keeps_the_best_first():
                         candidates=np.ones(3, bool), k=1, random_state=seed)
         assert sorted(batch.rows.tolist()) in ([0, 2], [1, 2])
         assert batch.rows[0] == single.rows[0]
+
+
+# ------------------------------------------------------------------------------ beyond the paper
+def test_default_resolves_to_the_default_strategy_by_its_own_name():
+    assert parse_strategy("default") == parse_strategy(" Default") == DEFAULT_STRATEGY
+    assert DEFAULT_STRATEGY in ALL_STRATEGIES
+    assert parse_strategy("edp") == "EDP"
+    assert ALL_STRATEGIES[:9] == STRATEGY_NAMES and set(NEW_STRATEGIES) <= set(ALL_STRATEGIES)
+    assert uses_closure("EDP") and needs_model("EDP")
+    with pytest.raises(ValueError, match="default"):
+        parse_strategy("defaults")
+
+
+def test_edp_scores_the_expected_count_of_newly_decided_pairs():
+    # counts from the module table: F+ = 2 1 2 3 3, F- = 1 2 2 1 1; p = .5 .5 .5 .9 .1
+    # EDP = p F+ + (1 - p) F- = 1.5 1.5 2 2.8 1.2
+    X = np.array([[0.5], [0.5], [0.5], [0.9], [0.1]])
+    scores = score_candidates("EDP", closure=hand_closure(), pool=POOL, X=X, candidates=ALL,
+                              model=FixedProbabilities())
+    assert scores.gain_positive.tolist() == [2, 1, 2, 3, 3]
+    assert scores.gain_negative.tolist() == [1, 2, 2, 1, 1]
+    np.testing.assert_allclose(scores.scores, [1.5, 1.5, 2.0, 2.8, 1.2])
+    assert pick("EDP", X, FixedProbabilities()) == (2, 3)
+
+
+def test_edp_without_a_model_scores_the_mean_of_both_counts():
+    scores = score_candidates("EDP", closure=hand_closure(), pool=POOL, X=np.zeros((5, 1)),
+                              candidates=ALL)
+    np.testing.assert_allclose(scores.scores, [1.5, 1.5, 2.0, 2.0, 2.0])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000))
+def test_edp_equals_adding_each_answer_to_a_copy_and_averaging_by_p(seed):
+    closure, pool, p, _ = random_case(seed)
+    ones = np.ones(len(pool))
+    scores = score_candidates("EDP", closure=closure, pool=pool, X=p,
+                              candidates=np.ones(len(pool), bool), model=FixedProbabilities())
+    for i, row in enumerate(scores.rows):
+        gp, gn = brute_gains(closure, pool, ones, ones, *pool[row])
+        q = p[row, 0]
+        assert scores.scores[i] == pytest.approx(q * gp + (1 - q) * gn)
