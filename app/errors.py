@@ -40,6 +40,7 @@ __all__ = [
     "IdempotencyKeyReused",
     "InvalidItems",
     "InvalidLabel",
+    "InUse",
     "LabelNotFound",
     "ModelNotReady",
     "PayloadTooLarge",
@@ -153,6 +154,16 @@ class BulkContradiction(ServiceError):
     slug, status, title = "bulk-contradiction", 409, "Contradictions in bulk import"
     description = ("Some labels of the import contradict others or the stored labels; "
                    "`contradictions` lists each one with its proof. Nothing was stored.")
+
+
+class InUse(ServiceError):
+    slug, status, title = "in-use", 409, "Used by live labels"
+    description = ("The concept or pool pair carries live asserted labels, listed in `labels`; "
+                   "retract them first (DELETE .../labels/{id}).")
+
+    def __init__(self, what: str, labels: list[dict[str, Any]]) -> None:
+        super().__init__(f"{what} is used by {len(labels)} live label(s): retract them first",
+                         labels=labels)
 
 
 class IdempotencyInProgress(ServiceError):

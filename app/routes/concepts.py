@@ -1,14 +1,27 @@
-"""``/projects/{pid}/concepts``: register and list concepts."""
+"""``/projects/{pid}/concepts``: register, list, rename, merge and delete concepts."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from app.db import SessionDep
 from app.routes.common import Limit, Offset, StrictJSONRoute, WriteProject, problem_responses
-from app.schemas import ConceptPage, ConceptRead, ConceptsCreate, ConceptsCreated
+from app.schemas import (
+    ConceptDeleted,
+    ConceptPage,
+    ConceptRead,
+    ConceptRename,
+    ConceptsCreate,
+    ConceptsCreated,
+    ConceptsMerge,
+    ConceptsMerged,
+    Name,
+)
 from app.security import ProjectIdPath, ProjectKeyDep
 from app.services import concepts as service
+from app.services import corrections
 from app.services.projects import get_project
 
 __all__ = ["router"]
@@ -35,3 +48,36 @@ def list_concepts(project_id: ProjectIdPath, session: SessionDep, limit: Limit =
     get_project(session, project_id)
     concepts, total = service.list_concepts(session, project_id, limit, offset)
     return ConceptPage(items=[ConceptRead.model_validate(c) for c in concepts], total=total)
+
+
+@router.post("/rename", response_model=ConceptRead, responses=problem_responses(409, 413))
+def rename_concept(body: ConceptRename, work: WriteProject) -> ConceptRead:
+    """Rename a concept: its labels, pool pairs and proofs follow.
+
+    A name already taken is 422 (merge the two instead). In a project whose features sporal
+    computes, every pool pair's features are computed again.
+    """
+    return ConceptRead.model_validate(corrections.rename_concept(work, body.name, body.new_name))
+
+
+@router.post("/merge", response_model=ConceptsMerged, responses=problem_responses(409, 413))
+def merge_concepts(body: ConceptsMerge, work: WriteProject) -> ConceptsMerged:
+    """Merge concept `merge` into `keep` (two names of one concept).
+
+    Its labels move to `keep` and are closed again with the others in the order they were
+    asserted: a contradiction refuses the merge (409 `contradiction`, `proof` in the original
+    labels); a duplicate label, or a negative between the two, is retracted. Its pool pairs,
+    links (and text, when `keep` has none) move; `merge` goes.
+    """
+    return corrections.merge_concepts(work, body.keep, body.merge)
+
+
+@router.delete("", response_model=ConceptDeleted, responses=problem_responses(409))
+def delete_concept(work: WriteProject,
+                   name: Annotated[Name, Query(description="The concept's name.")]
+                   ) -> ConceptDeleted:
+    """Delete a concept with its pool pairs, text and links.
+
+    Refused (409 `in-use`, `labels` lists them) while a live label names it: retract them first.
+    """
+    return corrections.delete_concept(work, name)

@@ -72,7 +72,8 @@ def remove_link(work: WriteProject, source: ConceptQuery, target: ConceptQuery) 
     return LinksChanged(created=removed, unchanged=1 - removed, recomputed_pairs=recomputed)
 
 
-@router.post("/pool/suggest", response_model=PoolSuggestions, responses=problem_responses(409))
+@router.post("/pool/suggest", response_model=PoolSuggestions,
+             responses=problem_responses(409, 413))
 def suggest_pool(work: WriteProject,
                  per_concept: Annotated[int, Query(ge=1, le=1000, description=(
                      "Neighbours per concept: alternately the next most similar text and the "

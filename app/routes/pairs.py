@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import numpy as np
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from app.routes.common import (
     Fresh,
@@ -19,6 +19,7 @@ from app.routes.common import (
 from app.schemas import Name, PairPage, PairsCreate, PairsCreated, PairStatus
 from app.security import ProjectKeyDep
 from app.services import pairs as service
+from app.services.corrections import delete_pair
 from app.services.labels import pair_status
 from app.services.queries import prediction_of
 
@@ -65,3 +66,14 @@ def get_pair_status(view: ReadProject, a: ConceptQuery, b: ConceptQuery,
             status.prediction = float(proba[row])
         status.model = info
     return status
+
+
+@router.delete("", status_code=204, response_class=Response, responses=problem_responses(409))
+def delete_pool_pair(work: WriteProject, a: ConceptQuery, b: ConceptQuery) -> Response:
+    """Take `(a, b)` out of the pool.
+
+    Refused (409 `in-use`, `labels` names it) while a live label is asserted on the pair:
+    retract it first. A pair that is not in the pool is 422.
+    """
+    delete_pair(work, a, b)
+    return Response(status_code=204)

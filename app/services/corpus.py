@@ -169,11 +169,13 @@ def plan_change(work: ProjectWork, change: CorpusChange, *, force: bool = False)
     return CorpusPlan(texts, added, removed, pool)
 
 
-def apply_change(work: ProjectWork, project: Project, plan: CorpusPlan) -> None:
+def apply_change(work: ProjectWork, project: Project, plan: CorpusPlan, *,
+                 rebuild: bool = True) -> None:
     """Store ``plan`` in the write transaction (the ``store`` step); the cache follows.
 
     Bumps ``corpus_version`` when the corpus changed; when new pool features are stored the
-    project is marked for a rebuild and this process's state is rebuilt at once.
+    project is marked for a rebuild and (unless ``rebuild`` is False: the caller rebuilds
+    after more writes) this process's state is rebuilt at once.
     """
     session, pid = work.session, project.id
     if plan.texts:
@@ -195,7 +197,8 @@ def apply_change(work: ProjectWork, project: Project, plan: CorpusPlan) -> None:
         project.version += 1
     if plan.pool_features is not None:
         write_pool_features(session, work.state, plan.pool_features)
-        rebuild_state(work, project)
+        if rebuild:
+            rebuild_state(work, project)
 
 
 def write_pool_features(session: Session, state: ProjectState, features: np.ndarray) -> None:
