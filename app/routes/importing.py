@@ -13,7 +13,7 @@ from typing import IO, Annotated, Any, Literal
 from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
-from app.errors import PayloadTooLarge
+from app.errors import PayloadTooLarge, ValidationFailed
 from app.routes.common import StrictJSONRoute, problem_responses
 from app.security import ProjectIdPath, ProjectKeyDep
 from app.services.importing import ImportSummary, file_source, import_source
@@ -84,4 +84,8 @@ async def import_file(project_id: ProjectIdPath, request: Request,
             if received > limit:
                 raise PayloadTooLarge(f"more than {limit} bytes", limit)
             spool.write(chunk)
+        if not received:  # the body is required: an empty file is a mistake, not a no-op
+            raise ValidationFailed("the import needs a body: the file's records",
+                                   errors=[{"loc": ["body"], "msg": "empty body",
+                                            "type": "missing"}])
         return await run_in_threadpool(_run, request.app.state, project_id, spool, fmt)

@@ -164,3 +164,10 @@ def test_al_cpl_import_gives_the_closure_of_labeling_through_the_api(
         for (a, b), y in zip(domain.pairs, domain.labels, strict=True)]})
     assert response.status_code == 201, response.text
     assert decided(client, imported) == decided(client, labeled)
+
+
+def test_an_empty_import_body_is_refused(client: TestClient) -> None:
+    pid = client.post("/projects", json={"name": "empty"}).json()["id"]
+    response = client.post(f"/projects/{pid}/import", params={"format": "jsonl"}, content=b"")
+    problem = assert_problem(response, 422, "validation-error")
+    assert problem["errors"][0]["loc"] == ["body"]
