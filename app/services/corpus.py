@@ -70,10 +70,15 @@ class Corpus:
 
     def features(self, stats: CorpusStatistics, pairs: np.ndarray) -> np.ndarray:
         """The features of ``pairs`` of concept ids, shape ``(m, FEATURE_LENGTH)``."""
-        row = {concept_id: i for i, concept_id in enumerate(self.ids)}
-        rows = np.array([(row[a], row[b]) for a, b in np.asarray(pairs).tolist()],
-                        dtype=np.int64).reshape(-1, 2)
-        return pair_features(stats, rows)
+        return features_by_ids(self.ids, stats, pairs)
+
+
+def features_by_ids(ids: list[int], stats: CorpusStatistics, pairs: np.ndarray) -> np.ndarray:
+    """The features of ``pairs`` of concept ids; ``ids[i]`` is row ``i`` of ``stats``."""
+    row = {concept_id: i for i, concept_id in enumerate(ids)}
+    rows = np.array([(row[a], row[b]) for a, b in np.asarray(pairs).tolist()],
+                    dtype=np.int64).reshape(-1, 2)
+    return pair_features(stats, rows)
 
 
 def read_corpus(session: Session, state: ProjectState) -> Corpus:
@@ -90,30 +95,31 @@ def read_corpus(session: Session, state: ProjectState) -> Corpus:
 
 
 def statistics(session: Session, state: ProjectState,
-               project: Project) -> tuple[Corpus, CorpusStatistics]:
-    """The stored corpus and its statistics, cached.
+               project: Project) -> tuple[list[int], CorpusStatistics]:
+    """The stored corpus's statistics (cached) and the concept id of each of their rows.
 
     The statistics are kept per ``(project, corpus_version, concepts, newest concept)``: a
-    new concept (its name is a title that texts may mention) or a corpus change reads again.
+    new concept (its name is a title that texts may mention) or a corpus change reads again;
+    otherwise the texts are not read at all.
     """
     key = (project.id, project.corpus_version, len(state.name_of), state.max_concept_id)
-    corpus = read_corpus(session, state)
+    ids = sorted(state.name_of)
     with _cache_lock:
         stats = _cache.get(key)
     if stats is None:
-        stats = corpus.statistics()
+        stats = read_corpus(session, state).statistics()
         with _cache_lock:
             _cache[key] = stats
             while len(_cache) > _CACHE_SIZE:
                 _cache.popitem(last=False)
-    return corpus, stats
+    return ids, stats
 
 
 def computed_features(session: Session, state: ProjectState, project: Project,
                       pairs: np.ndarray) -> np.ndarray:
     """Features of ``pairs`` (concept ids) from the stored corpus."""
-    corpus, stats = statistics(session, state, project)
-    return corpus.features(stats, pairs)
+    ids, stats = statistics(session, state, project)
+    return features_by_ids(ids, stats, pairs)
 
 
 @dataclass

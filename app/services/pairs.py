@@ -149,10 +149,10 @@ def suggest_pool(work: ProjectWork, per_concept: int,
     features must be computed, or its pool still empty).
     """
     state = work.state
-    corpus, stats = statistics(work.session, state, work.project)
+    ids, stats = statistics(work.session, state, work.project)
     suggested = suggest_pairs(stats, per_concept)
     work.session.rollback()  # no read transaction held while the pairs are registered
-    ids, name = corpus.ids, state.name_of
+    name = state.name_of
     items = []
     for (i, j), similarity, distance in zip(suggested.pairs.tolist(),
                                             suggested.similarity.tolist(),

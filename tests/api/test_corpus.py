@@ -175,3 +175,17 @@ def test_pool_suggest_cannot_register_into_a_client_features_pool(client: TestCl
     client.post(f"/projects/{pid}/links", json={"links": [{"source": "c", "target": "a"}]})
     response = client.post(f"/projects/{pid}/pool/suggest", params={"register": "true"})
     assert_problem(response, 422, "invalid-items")
+
+
+def test_a_rename_recomputes_the_features_of_a_computed_project(client: TestClient) -> None:
+    pairs = [("limit", "derivative"), ("derivative", "integral")]
+    pid = computed_project(client, pairs)
+    before = features_of(client, pid)[("derivative", "integral")]
+    response = client.post(f"/projects/{pid}/concepts/rename",
+                           json={"name": "derivative", "new_name": "slope"})
+    assert response.status_code == 200, response.text
+    after = features_of(client, pid)[("slope", "integral")]
+    mentions = FEATURE_NAMES.index("mentions_of_a_in_b")
+    assert before[mentions] == 1 and after[mentions] == 0  # the integral's text names no slope
+    project = client.get(f"/projects/{pid}").json()
+    assert project["features_computed"] is True

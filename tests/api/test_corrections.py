@@ -143,3 +143,22 @@ def test_merge_in_a_computed_project_recomputes_the_features(client: TestClient)
     assert merged == direct
     assert client.get(f"/projects/{pid}/links").json()["items"] == [
         {"source": "derivative", "target": "limit"}]
+
+
+def test_another_process_sees_renames_deletions_and_merges(make_client) -> None:
+    one, two = make_client(), make_client()
+    pid = new_project(one, ["a", "b", "c", "d"], [("a", "b", F), ("b", "c", F), ("c", "d", F)])
+    label(one, pid, "a", "b")
+    assert two.get(f"/projects/{pid}").json()["counts"]["pool_pairs"] == 3  # two is warm
+    assert one.post(f"/projects/{pid}/concepts/rename",
+                    json={"name": "a", "new_name": "alpha"}).status_code == 200
+    status = two.get(f"/projects/{pid}/pairs/status", params={"a": "alpha", "b": "b"})
+    assert status.json()["status"] == "positive"
+    assert one.delete(f"/projects/{pid}/pairs", params={"a": "c", "b": "d"}).status_code == 204
+    assert two.get(f"/projects/{pid}").json()["counts"]["pool_pairs"] == 2
+    assert one.post(f"/projects/{pid}/concepts/merge",
+                    json={"keep": "d", "merge": "c"}).status_code == 200
+    counts = two.get(f"/projects/{pid}").json()["counts"]
+    assert (counts["concepts"], counts["pool_pairs"]) == (3, 2)
+    assert ("b", "d") in {(q["a"], q["b"]) for q in two.get(
+        f"/projects/{pid}/next", params={"k": 5}).json()["queries"]}
