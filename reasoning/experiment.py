@@ -9,7 +9,10 @@ One *run* is one strategy on one train/test split (:func:`run_strategy`):
    closure, so that every train pair it decides joins the labeled set;
 4. every ``eval_every`` queries, fit a random forest of :data:`FOREST_TREES` trees on the
    labeled train pairs and measure ROC AUC on the test pairs. In the reasoning settings a test
-   pair that the closure decides takes its deduced label (score 1 or 0).
+   pair that the closure decides takes its deduced label (score 1 or 0). The reasoning
+   settings also score the *consistent map* (:mod:`reasoning.consistent`): the closure's labels
+   completed by the forest's probabilities on the undecided train and test pairs into a
+   strict order, each test pair scored by the map's probability (``auc_consistent``).
 
 With ``model_lag=N`` the strategy chooses with the model trained ``N`` queries earlier, the
 way a service that retrains in the background may lag behind its labels; the closure, the
@@ -99,6 +102,7 @@ class Point:
     labeled: int
     auc: float
     closure_seconds: float
+    auc_consistent: float = float("nan")
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,27 @@ def _auc(forest_trees: int, forest_seed: int, X_lab: np.ndarray, y_lab: np.ndarr
         else:  # one class only: nothing to learn, rank the open pairs as ties
             score[open_rows] = 0.5
     return float(roc_auc_score(y_test, score))
+
+
+def _aucs(forest_trees: int, forest_seed: int, X_lab: np.ndarray, y_lab: np.ndarray,
+          X_test: np.ndarray, y_test: np.ndarray, closure: Closure, pool: np.ndarray,
+          X_pool: np.ndarray, test_pairs: np.ndarray) -> tuple[float, float]:
+    """The forest's AUC (as :func:`_auc`) and the consistent map's, from one forest."""
+    from reasoning.consistent import consistent_map
+
+    pairs = np.concatenate([pool, test_pairs])
+    values = closure.values(pairs[:, 0], pairs[:, 1])
+    proba = np.full(len(pairs), 0.5)
+    open_rows = np.flatnonzero(values < 0)
+    if len(open_rows) and len(np.unique(y_lab)) == 2:
+        forest = RandomForestClassifier(n_estimators=forest_trees, random_state=forest_seed,
+                                        n_jobs=1).fit(X_lab, y_lab)
+        X_all = np.concatenate([X_pool, X_test])
+        proba[open_rows] = positive_proba(forest, X_all[open_rows])
+    raw = np.where(values >= 0, values.astype(np.float64), proba)[len(pool):]
+    completed = consistent_map(closure, pairs, proba)
+    return (float(roc_auc_score(y_test, raw)),
+            float(roc_auc_score(y_test, completed.probability[len(pool):])))
 
 
 def run_strategy(domain: Domain, strategy: str, *, repeat: int = 0, seed: int = 0,
@@ -214,12 +239,18 @@ def run_strategy(domain: Domain, strategy: str, *, repeat: int = 0, seed: int = 
         candidates = ~queried & ~labeled if reasoning else ~queried
         if asked % eval_every == 0 or asked == queries:
             if last is None or last.labeled != int(labeled.sum()):  # else the state is unchanged
-                deduced = (closure.values(test_pairs[:, 0], test_pairs[:, 1]) if reasoning
-                           else np.full(len(test_pairs), -1, dtype=np.int8))
-                auc = _auc(forest_trees, forest_seed, X[labeled], values[labeled].astype(np.int64),
-                           X_test, y_test, deduced)
-                last = Point(asked, int(labeled.sum()), auc, clock)
-            points.append(Point(asked, last.labeled, last.auc, clock))
+                y_lab = values[labeled].astype(np.int64)
+                if reasoning:
+                    auc, consistent = _aucs(forest_trees, forest_seed, X[labeled], y_lab,
+                                            X_test, y_test, closure, pool, X, test_pairs)
+                else:
+                    deduced = (closure.values(test_pairs[:, 0], test_pairs[:, 1]) if reasoning
+                               else np.full(len(test_pairs), -1, dtype=np.int8))
+                    auc = _auc(forest_trees, forest_seed, X[labeled], y_lab, X_test, y_test,
+                               deduced)
+                    consistent = float("nan")
+                last = Point(asked, int(labeled.sum()), auc, clock, consistent)
+            points.append(Point(asked, last.labeled, last.auc, clock, last.auc_consistent))
         if asked == queries:
             break
         if not candidates.any():
@@ -389,7 +420,8 @@ def simulate(data: str | Path, out: str | Path, domain: str = "all",
         for task, points, seconds in results:
             rows.extend({"domain": name, "strategy": task.strategy, "repeat": task.repeat,
                          "queries": p.queries, "labeled": p.labeled, "auc": p.auc,
-                         "closure_seconds": p.closure_seconds} for p in points)
+                         "closure_seconds": p.closure_seconds,
+                         "auc_consistent": p.auc_consistent} for p in points)
             runs.append({"domain": name, "strategy": task.strategy, "repeat": task.repeat,
                          "seconds": seconds,
                          "closure_seconds": points[-1].closure_seconds if points else 0.0})

@@ -133,3 +133,12 @@ def test_a_user_estimator_replaces_the_default_model():
     swapped = run_strategy(domain, "LC", estimator=GaussianNB(), **kwargs)
     assert [p.labeled for p in swapped] == [p.labeled for p in default]
     assert [p.auc for p in swapped] != [p.auc for p in default]  # other questions were asked
+
+
+def test_the_reasoning_settings_also_score_the_consistent_map():
+    domain = chain_domain(n=8, signal=1.0)
+    kwargs = {"queries": 6, "eval_every": 3, "forest_trees": 10, "seed_queries": 4}
+    points = run_strategy(domain, "LC-R+", **kwargs)
+    assert all(0.0 <= p.auc_consistent <= 1.0 for p in points)
+    plain = run_strategy(domain, "LC", **kwargs)
+    assert all(np.isnan(p.auc_consistent) for p in plain)
