@@ -334,6 +334,7 @@ def run_tasks(tasks: Sequence[Task], jobs: int, label: str,
     results = []
     try:
         if jobs == 1:
+            _limit_threads()  # BLAS threads only stall the model fits on a busy machine
             for task in tasks:
                 results.append(_run_task(task))
                 bar.update()
