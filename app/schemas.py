@@ -447,7 +447,7 @@ class PredictionItem(BaseModel):
     a: str
     b: str
     label: LabelValue | None
-    source: Literal["asserted", "inferred", "predicted"]
+    source: Literal["asserted", "inferred", "predicted", "forced"]
     probability: float | None = Field(
         description="1/0 for decided pairs, else the model's probability of positive."
     )

@@ -164,9 +164,18 @@ def prediction_of(view: ProjectView, *, fresh: bool = False
 
 
 def predictions(view: ProjectView, *, limit: int, offset: int, min_probability: float | None,
-                fresh: bool = False) -> PredictionPage:
-    """Every pool pair: its label when decided, else the prediction model's probability."""
+                fresh: bool = False, consistent: bool = False) -> PredictionPage:
+    """Every pool pair: its label when decided, else the prediction model's probability.
+
+    With ``consistent`` (and a model), the undecided pairs are completed into a strict order
+    (:mod:`app.services.predicted_map`).
+    """
     proba, info = prediction_of(view, fresh=fresh)
+    if consistent and proba is not None:
+        from app.services.predicted_map import consistent_page
+
+        return consistent_page(view.state, proba, info, limit=limit, offset=offset,
+                               min_probability=min_probability)
     state = view.state
     values = state.values
     probability = np.where(values == 1, 1.0, np.where(values == 0, 0.0, np.nan))

@@ -342,3 +342,30 @@ def test_exports_hold_every_decided_pair(client: TestClient) -> None:
     assert graph.edges["a", "c"]["asserted"] is False
     assert_problem(client.get(f"/projects/{pid}/export", params={"format": "xlsx"}), 422,
                    "validation-error")
+
+
+def test_consistent_predictions_are_a_strict_order_over_the_decided_pairs(
+        client: TestClient) -> None:
+    pid = _chain_project(client)
+    label(client, pid, "c0", "c4")
+    label(client, pid, "c4", "c7")
+    label(client, pid, "c6", "c1", "negative")
+    params = {"limit": 10_000, "fresh": True}
+    raw = client.get(f"/projects/{pid}/predictions", params={**params, "consistent": False})
+    body = client.get(f"/projects/{pid}/predictions", params={**params, "consistent": True})
+    assert raw.status_code == body.status_code == 200, body.text
+    raw_items = {(i["a"], i["b"]): i for i in raw.json()["items"]}
+    items = {(i["a"], i["b"]): i for i in body.json()["items"]}
+    assert set(items) == set(raw_items) and body.json()["total"] == N * (N - 1)
+    assert all(i["label"] is None for i in raw_items.values() if i["source"] == "predicted")
+    for pair, item in items.items():
+        assert item["source"] in ("asserted", "inferred", "predicted", "forced")
+        assert item["label"] == ("positive" if item["probability"] >= 0.5 else "negative")
+        if raw_items[pair]["source"] != "predicted":  # decided pairs are unchanged
+            assert item == raw_items[pair]
+    positive = {pair for pair, item in items.items() if item["label"] == "positive"}
+    assert ("c0", "c7") in positive and ("c6", "c1") not in positive
+    assert not any((b, a) in positive for a, b in positive)  # every pair of the chain is pooled
+    assert all((a, c) in positive for a, b in positive for b2, c in positive
+               if b == b2 and a != c)
+    assert client.get(f"/projects/{pid}/predictions", params=params).json() == body.json()
