@@ -62,6 +62,14 @@ NAMING_CONCEPTS = [
     ("/projects/{project_id}/labels/bulk", "POST"),
     ("/projects/{project_id}/pairs", "POST"),
     ("/projects/{project_id}/pairs/status", "GET"),
+    ("/projects/{project_id}/pairs", "DELETE"),
+    ("/projects/{project_id}/links", "POST"),
+    ("/projects/{project_id}/links", "DELETE"),
+    ("/projects/{project_id}/concepts", "DELETE"),
+    ("/projects/{project_id}/concepts/rename", "POST"),
+    ("/projects/{project_id}/concepts/merge", "POST"),
+    # register=true into a pool with client features is a documented 422
+    ("/projects/{project_id}/pool/suggest", "POST"),
 ]
 
 
@@ -72,7 +80,9 @@ def _config(seeded: dict, keyed: bool) -> dict:
     # (labels stored, contradictions refused) instead of stopping at "unknown concept".
     by_name = {"dictionary": "concepts", "probability": 0.9}
     concept_fields = ["query.a", "query.b", "body.a", "body.b", "body.pairs[*].a",
-                      "body.pairs[*].b", "body.labels[*].a", "body.labels[*].b"]
+                      "body.pairs[*].b", "body.labels[*].a", "body.labels[*].b",
+                      "query.name", "query.source", "query.target", "body.name", "body.keep",
+                      "body.merge", "body.links[*].source", "body.links[*].target"]
     operations: list[dict] = [
         # Never delete the seeded project: DELETE /projects/{project_id} gets a spare one.
         {"include-path": "/projects/{project_id}", "include-method": "DELETE",
