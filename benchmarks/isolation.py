@@ -1,0 +1,174 @@
+"""Does heavy work on one project slow another project's labels? Over a real `sporal serve`.
+
+Project B is small; a client posts its labels one after another and records each latency.
+Meanwhile project A does heavy work, in one of two scenarios:
+
+* ``next``: two clients call ``GET next?k=100`` on A, a generated order of ``--concepts``
+  concepts (5,000) with a ``--pool`` pool (20,000), in a loop;
+* ``chain``: one client imports a chain of ``--chain`` concepts (900) into A with
+  ``POST labels/bulk``: about ``chain²`` decided pairs.
+
+Each scenario prints B's label p50/p99 while A works, against B alone before it (the baseline
+in the same server and process), and writes ``isolation.csv`` and ``summary.md``.
+
+Run::
+
+    python -m benchmarks.isolation --out /tmp/bench_isolation
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from benchmarks.serving import Server, create_pool_project
+from reasoning.generate import random_order
+
+__all__ = ["main"]
+
+
+def _percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def _small_project(client: httpx.Client, n: int) -> tuple[int, list[tuple[str, str, str]]]:
+    """Project B: a random order of ``n`` concepts; its labels, to post one by one."""
+    order = random_order(n, n * (n - 1) // 2, degree=1.5, depth=5, random_state=1)
+    names = [f"b{i}" for i in order.concepts]
+    pid = create_pool_project(client, "B", names,
+                              [(names[a], names[b]) for a, b in order.pool.tolist()],
+                              np.zeros((len(order.pool), 1)))
+    labels = [(names[a], names[b], "positive" if y else "negative")
+              for a, b, y in order.sample_labels(random_state=2)]
+    return pid, labels
+
+
+def _post_labels(client: httpx.Client, pid: int, labels: list[tuple[str, str, str]],
+                 stop: threading.Event | None, limit: int) -> list[float]:
+    times = []
+    for a, b, value in labels[:limit]:
+        if stop is not None and stop.is_set():
+            break
+        started = time.perf_counter()
+        response = client.post(f"/projects/{pid}/labels",
+                               json={"a": a, "b": b, "label": value})
+        times.append((time.perf_counter() - started) * 1000)
+        if response.status_code not in (200, 201, 409):
+            raise RuntimeError(f"label on B: {response.status_code} {response.text}")
+    return times
+
+
+def _hammer_next(base_url: str, pid: int, stop: threading.Event, calls: list[float]) -> None:
+    with httpx.Client(base_url=base_url, timeout=120) as client:
+        while not stop.is_set():
+            started = time.perf_counter()
+            response = client.get(f"/projects/{pid}/next", params={"k": 100})
+            response.raise_for_status()
+            calls.append((time.perf_counter() - started) * 1000)
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp, \
+            Server(f"sqlite:///{tmp}/sporal.db", Path(tmp),
+                   env={"SPORAL_MAX_DECIDED_PAIRS": str(10**9)}) as server, \
+            httpx.Client(base_url=server.base_url, timeout=600) as client:
+        b, labels = _small_project(client, 40)
+        baseline = _post_labels(client, b, labels, None, args.labels)
+        rows.append({"scenario": "alone", "a_work": "-", "n": len(baseline),
+                     "p50": _percentile(baseline, 50), "p99": _percentile(baseline, 99)})
+        print(f"B alone: label p50 {rows[-1]['p50']:.1f} ms, p99 {rows[-1]['p99']:.1f} ms")
+        labels = labels[args.labels:]
+
+        if "next" in args.scenarios:
+            order = random_order(args.concepts, args.pool, degree=5, depth=20, random_state=3)
+            names = [f"a{i}" for i in order.concepts]
+            features = np.random.default_rng(4).normal(size=(len(order.pool), 38))
+            a = create_pool_project(client, "A", names,
+                                    [(names[x], names[y]) for x, y in order.pool.tolist()],
+                                    features)
+            client.post(f"/projects/{a}/labels/bulk", json={"labels": [
+                {"a": names[x], "b": names[y], "label": "positive" if v else "negative"}
+                for x, y, v in order.sample_labels(200, random_state=5)]}).raise_for_status()
+            client.get(f"/projects/{a}/next", params={"k": 100}).raise_for_status()  # warm
+            stop, calls = threading.Event(), []
+            threads = [threading.Thread(target=_hammer_next, args=(server.base_url, a, stop,
+                                                                    calls)) for _ in range(2)]
+            for thread in threads:
+                thread.start()
+            time.sleep(1.0)
+            busy = _post_labels(client, b, labels, stop, args.labels)
+            stop.set()
+            for thread in threads:
+                thread.join()
+            labels = labels[args.labels:]
+            rows.append({"scenario": "next", "a_work": f"{len(calls)} next?k=100, p50 "
+                         f"{_percentile(calls, 50):.0f} ms", "n": len(busy),
+                         "p50": _percentile(busy, 50), "p99": _percentile(busy, 99)})
+            print(f"B while two clients call next?k=100 on A ({args.concepts} concepts): label "
+                  f"p50 {rows[-1]['p50']:.1f} ms, p99 {rows[-1]['p99']:.1f} ms; A: "
+                  f"{rows[-1]['a_work']}")
+
+        if "chain" in args.scenarios:
+            names = [f"chain{i}" for i in range(args.chain)]
+            c = client.post("/projects", json={"name": "chain"}).json()["id"]
+            client.post(f"/projects/{c}/concepts",
+                        json={"concepts": [{"name": x} for x in names]}).raise_for_status()
+            stop = threading.Event()
+            result: dict[str, float] = {}
+
+            def import_chain() -> None:
+                started = time.perf_counter()
+                with httpx.Client(base_url=server.base_url, timeout=1200) as other:
+                    other.post(f"/projects/{c}/labels/bulk", json={"labels": [
+                        {"a": x, "b": y, "label": "positive"}
+                        for x, y in zip(names, names[1:], strict=False)]}).raise_for_status()
+                result["seconds"] = time.perf_counter() - started
+                stop.set()
+
+            thread = threading.Thread(target=import_chain)
+            thread.start()
+            time.sleep(0.5)
+            busy = _post_labels(client, b, labels, stop, 10**9)
+            thread.join()
+            rows.append({"scenario": "chain", "a_work": f"{args.chain}-chain bulk import in "
+                         f"{result.get('seconds', float('nan')):.1f} s", "n": len(busy),
+                         "p50": _percentile(busy, 50), "p99": _percentile(busy, 99)})
+            print(f"B while A imports a {args.chain}-chain: label p50 {rows[-1]['p50']:.1f} ms, "
+                  f"p99 {rows[-1]['p99']:.1f} ms over {len(busy)} labels; A: "
+                  f"{rows[-1]['a_work']}")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--scenarios", default="next,chain")
+    parser.add_argument("--concepts", type=int, default=5000)
+    parser.add_argument("--pool", type=int, default=20000)
+    parser.add_argument("--chain", type=int, default=900)
+    parser.add_argument("--labels", type=int, default=150, help="B's labels per measurement")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = run(args)
+    with open(args.out / "isolation.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["scenario", "a_work", "n", "p50", "p99"])
+        writer.writeheader()
+        writer.writerows(rows)
+    lines = ["# Isolation between projects", "", "| B's labels while | A's work | n | "
+             "p50 ms | p99 ms |", "|---|---|---:|---:|---:|"]
+    lines += [f"| {r['scenario']} | {r['a_work']} | {r['n']} | {r['p50']:.1f} | "
+              f"{r['p99']:.1f} |" for r in rows]
+    (args.out / "summary.md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
