@@ -19,7 +19,12 @@ follow the order with noise):
   ``--time-words``-word texts (2,000) and ``--time-pool`` pool pairs (20,000). Written to
   ``time.csv``.
 
-``summary.md`` holds both with the command line.
+* **service** (with ``--service``) — the same corpus through the API in-process on a
+  temporary SQLite file: the concepts with their texts, the links, then the pool pairs without
+  features (computed by the service), and one more link (every pool pair computed again).
+  Written to ``service.csv``.
+
+``summary.md`` holds them with the command line.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -86,7 +92,44 @@ def measure_time(*, n: int, words: int, pool: int, seed: int = 0) -> dict:
             "pair_features_s": round(pairs, 2), "total_s": round(statistics + pairs, 2)}
 
 
-def _summary(signal: list[dict], timing: dict | None, argv: Sequence[str]) -> str:
+def measure_service(*, n: int, words: int, pool: int, seed: int = 0) -> dict:
+    """Seconds the API takes to store a corpus, register its pool and recompute it."""
+    from fastapi.testclient import TestClient
+
+    from app.db import migrate
+    from app.main import create_app
+    from app.settings import Settings
+
+    corpus = random_corpus(n, pool, words=words, random_state=seed)
+    titles = corpus.titles
+    out: dict = {"concepts": n, "words": words, "pool": pool}
+    with tempfile.TemporaryDirectory() as folder:
+        url = f"sqlite:///{folder}/sporal.db"
+        migrate(url)
+        app = create_app(Settings(database_url=url, warm_up=False))
+        with TestClient(app) as client:
+            pid = client.post("/projects", json={"name": "features"}).json()["id"]
+
+            def timed(name: str, path: str, body: dict) -> None:
+                start = time.perf_counter()
+                response = client.post(f"/projects/{pid}/{path}", json=body)
+                assert response.status_code == 201, response.text
+                out[name] = round(time.perf_counter() - start, 2)
+
+            timed("concepts_with_texts_s", "concepts", {"concepts": [
+                {"name": t, "text": x} for t, x in zip(titles, corpus.texts, strict=True)]})
+            timed("links_s", "links", {"links": [
+                {"source": titles[u], "target": titles[v]} for u, v in corpus.links.tolist()]})
+            timed("pairs_computed_s", "pairs", {"pairs": [
+                {"a": titles[a], "b": titles[b]} for a, b in corpus.order.pool.tolist()]})
+            a, b = corpus.order.pool[0].tolist()
+            timed("recompute_on_a_link_s", "links", {"links": [
+                {"source": titles[a], "target": titles[b]}]})
+    return out
+
+
+def _summary(signal: list[dict], timing: dict | None, argv: Sequence[str],
+             service: dict | None = None) -> str:
     lines = ["# Computed pair features", "",
              f"`python -m benchmarks.features {shlex.join(argv)}`", ""]
     if signal:
@@ -101,6 +144,10 @@ def _summary(signal: list[dict], timing: dict | None, argv: Sequence[str]) -> st
                   "|---|---|---|---|---|",
                   f"| {timing['concepts']} | {timing['words']} | {timing['pool']} | "
                   f"{timing['corpus_statistics_s']} s | {timing['pair_features_s']} s |", ""]
+    if service:
+        lines += ["| through the API | seconds |", "|---|---|"]
+        lines += [f"| {key} | {value} |" for key, value in service.items()]
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -120,6 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--time-pool", type=int, default=20_000)
     parser.add_argument("--skip-signal", action="store_true")
     parser.add_argument("--skip-time", action="store_true")
+    parser.add_argument("--service", action="store_true",
+                        help="also time the API on the --time-* corpus")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     out = Path(args.out)
@@ -130,11 +179,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             queries=args.queries, forest_trees=args.forest_trees, seed=args.seed)
         timing = None if args.skip_time else measure_time(
             n=args.time_n, words=args.time_words, pool=args.time_pool, seed=args.seed)
+        service = None if not args.service else measure_service(
+            n=args.time_n, words=args.time_words, pool=args.time_pool, seed=args.seed)
     if signal:
         write_csv(out / "signal.csv", signal, ("features", "repeat", "labeled", "auc"))
     if timing:
         write_csv(out / "time.csv", [timing], tuple(timing))
-    text = _summary(signal, timing, argv)
+    if service:
+        write_csv(out / "service.csv", [service], tuple(service))
+    text = _summary(signal, timing, argv, service)
     (out / "summary.md").write_text(text, encoding="utf-8")
     print(text)
     return 0

@@ -19,3 +19,13 @@ def test_features_benchmark_writes_signal_time_and_summary(tmp_path):
         (timing,) = csv.DictReader(handle)
     assert timing["pool"] == "200" and float(timing["total_s"]) >= 0
     assert "mean AUC" in (tmp_path / "summary.md").read_text()
+
+
+def test_features_benchmark_times_the_service(tmp_path):
+    main(["--out", str(tmp_path), "--skip-signal", "--skip-time", "--service",
+          "--time-n", "30", "--time-words", "40", "--time-pool", "100"])
+    with (tmp_path / "service.csv").open(newline="") as handle:
+        (row,) = csv.DictReader(handle)
+    assert row["pool"] == "100"
+    assert all(float(row[key]) >= 0 for key in ("concepts_with_texts_s", "links_s",
+                                                 "pairs_computed_s", "recompute_on_a_link_s"))
