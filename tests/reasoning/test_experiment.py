@@ -142,3 +142,12 @@ def test_the_reasoning_settings_also_score_the_consistent_map():
     assert all(0.0 <= p.auc_consistent <= 1.0 for p in points)
     plain = run_strategy(domain, "LC", **kwargs)
     assert all(np.isnan(p.auc_consistent) for p in plain)
+
+
+def test_simulate_reads_default_as_the_resolved_strategy_and_all_as_every_strategy():
+    from reasoning.experiment import _choose_strategies
+    from reasoning.strategies import DEFAULT_STRATEGY
+
+    assert _choose_strategies("default") == [DEFAULT_STRATEGY]
+    assert _choose_strategies("LC-R+,default") == ["LC-R+", DEFAULT_STRATEGY]
+    assert _choose_strategies("all") == list(ALL_STRATEGIES)
