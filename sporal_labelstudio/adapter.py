@@ -445,6 +445,26 @@ class Adapter:
         task.status = "open"
 
     # ------------------------------------------------------------------ reconcile
+    def _adopt(self, task: dict[str, Any]) -> TaskRow | None:
+        """A task of the project that the state does not know: one created just before a
+        crash (or a lost state file). Its data names its pair."""
+        pair = (task.get("data") or {}).get("sporal_pair") or {}
+        if pair.get("project") != self.project or "a" not in pair or "b" not in pair:
+            return None
+        annotations = task.get("annotations") or []
+        bot = [a for a in annotations if _user_id(a.get("completed_by")) == self.bot_user]
+        status = "retired" if bot else ("answered" if annotations else "open")
+        predictions = [p if isinstance(p, int) else p.get("id") for p in
+                       task.get("predictions") or []]
+        row = TaskRow(task_id=int(task["id"]), a=pair["a"], b=pair["b"], status=status,
+                      bot_annotation_id=int(bot[0]["id"]) if bot else None,
+                      prediction_id=predictions[0] if predictions else None,
+                      note=(task.get("data") or {}).get("sporal_note") or "")
+        with self.state.session() as session:
+            session.add(row)
+        logger.info("adopted task %s (%s, %s)", row.task_id, row.a, row.b)
+        return row
+
     def reconcile(self) -> None:
         """Compare Label Studio's export with the state; apply what the webhooks missed."""
         exported = self.ls.export(self.ls_project)
@@ -453,7 +473,10 @@ class Adapter:
         for task in exported:
             task_id = int(task["id"])
             if task_id not in known:
-                continue
+                adopted = self._adopt(task)
+                if adopted is None:
+                    continue
+                known[task_id] = adopted
             ids = set()
             for annotation in task.get("annotations") or []:
                 ids.add(int(annotation["id"]))

@@ -15,6 +15,7 @@ class FakeLabelStudio:
         self.tasks: dict[int, dict[str, Any]] = {}
         self.annotations: dict[int, dict[str, Any]] = {}
         self.predictions: dict[int, dict[str, Any]] = {}
+        self.exported: list[dict[str, Any]] = []  # what export() answers
         self._ids = itertools.count(1000)
 
     def users(self) -> list[dict[str, Any]]:
@@ -49,4 +50,4 @@ class FakeLabelStudio:
         return self.annotations.pop(annotation_id, None) is not None
 
     def export(self, project_id: int) -> list[dict[str, Any]]:
-        return []
+        return self.exported

@@ -172,3 +172,22 @@ def test_the_window_retires_decided_tasks_with_the_proof_and_opens_new_ones(adap
     assert bot["result"][0]["value"]["choices"] == ["positive"]
     note = ls.tasks[target.task_id]["sporal_note"]
     assert "sporal decided this pair: positive (asserted)" in note
+
+
+def test_the_reconcile_adopts_a_task_created_just_before_a_crash(adapter) -> None:
+    # the adapter died between creating a task in Label Studio and recording it; an annotator
+    # answered it meanwhile (its webhook lost): the export names the pair, so nothing is lost
+    template = next(p for p in PAYLOADS if p["action"] == "ANNOTATION_CREATED"
+                    and p["annotation"]["completed_by"] != BOT_USER)
+    answer = _answer(template, 301, 500, ("concept 03", "concept 04"), "positive")
+    ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
+    ls.exported = [{"id": 500, "annotations": [answer["annotation"]], "predictions": [],
+                    "data": {"sporal_pair": {"project": adapter.project, "a": "concept 03",
+                                             "b": "concept 04"}}},
+                   {"id": 501, "annotations": [], "predictions": [],
+                    "data": {"sporal_pair": {"project": adapter.project + 1, "a": "concept 05",
+                                             "b": "concept 06"}}}]
+    adapter.reconcile()
+    assert ("concept 03", "concept 04", "positive") in asserted(adapter)
+    tasks = {t.task_id: t for t in adapter.state.tasks()}
+    assert tasks[500].status == "answered" and 501 not in tasks  # another project's task
