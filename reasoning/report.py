@@ -49,10 +49,11 @@ CURVE_FIELDS = ("domain", "strategy", "repeat", "queries", "labeled", "auc", "cl
                 "auc_consistent")
 SUMMARY_FIELDS = ("domain", "strategy", "queries", "runs", "auc_mean", "auc_ci_low",
                   "auc_ci_high", "auc_half_width", "labeled_mean", "labeled_half_width")
-_ORDER = ("Random", "LC", "QBC", "Random-R", "LC-R", "QBC-R", "CNT", "LC-R+", "QBC-R+", "EDP")
+_ORDER = ("Random", "LC", "QBC", "Random-R", "LC-R", "QBC-R", "CNT", "LC-R+", "QBC-R+", "EDP",
+          "EDP-Q")
 _FAMILIES = {"LC": ("LC", "LC-R", "LC-R+"), "QBC": ("QBC", "QBC-R", "QBC-R+")}
 _REFERENCES = {"Random": ("grey", ":"), "Random-R": ("grey", "--"), "CNT": ("black", "-."),
-               "EDP": ("tab:red", "-")}
+               "EDP": ("tab:red", "-"), "EDP-Q": ("tab:purple", "-")}
 _LEVEL_COLOR = ("tab:blue", "tab:orange", "tab:green")  # no reasoning, -R, -R+
 
 

@@ -26,6 +26,7 @@ Beyond the paper (:data:`NEW_STRATEGIES`):
   positive for the candidate. The paper's ``-R+`` scores what is decided whichever the
   answer (the minimum); EDP scores what is decided on average, the greedy step towards a
   complete map for the fewest questions (``sporal simulate --mode coverage``).
+* ``EDP-Q``: the same expectation with ``p`` the share of the QBC committee voting positive.
 
 :data:`DEFAULT_STRATEGY` (``default`` in :func:`parse_strategy`) is the best of them in the
 coverage measure.
@@ -80,7 +81,7 @@ __all__ = [
 STRATEGY_NAMES = ("Random", "LC", "QBC", "Random-R", "LC-R", "QBC-R", "CNT", "LC-R+", "QBC-R+")
 """The strategies in the order of the paper's Table 3."""
 
-NEW_STRATEGIES: tuple[str, ...] = ("EDP",)
+NEW_STRATEGIES: tuple[str, ...] = ("EDP", "EDP-Q")
 """Strategies beyond the paper (see the module docstring)."""
 
 DEFAULT_STRATEGY = "EDP"
@@ -95,9 +96,9 @@ MIN_TRAIN_ROWS = 2
 _FAMILY = {"Random": "random", "Random-R": "random", "CNT": "random",
            "LC": "lc", "LC-R": "lc", "LC-R+": "lc",
            "QBC": "qbc", "QBC-R": "qbc", "QBC-R+": "qbc",
-           "EDP": "lc"}
-_GAINS = frozenset({"CNT", "LC-R+", "QBC-R+", "EDP"})
-_EXPECTED = frozenset({"EDP"})  # counts, not weights, scored by their expectation
+           "EDP": "lc", "EDP-Q": "qbc"}
+_GAINS = frozenset({"CNT", "LC-R+", "QBC-R+", "EDP", "EDP-Q"})
+_EXPECTED = frozenset({"EDP", "EDP-Q"})  # counts, not weights, scored by their expectation
 _PLAIN = frozenset({"Random", "LC", "QBC"})
 _BY_KEY = {name.lower(): name for name in ALL_STRATEGIES}
 
@@ -304,6 +305,15 @@ def _gain_weights(strategy: str, outputs: ModelOutputs | None,
     return np.ones(m), np.ones(m)
 
 
+def _positive_share(outputs: ModelOutputs | None, rows: np.ndarray) -> np.ndarray:
+    """``p(positive)`` of the rows: the LC model's, or the share of committee votes (else 0.5)."""
+    if outputs is not None and outputs.proba is not None:
+        return outputs.proba[rows]
+    if outputs is not None and outputs.votes is not None:
+        return outputs.votes[:, rows].mean(axis=0)
+    return np.full(len(rows), 0.5)
+
+
 def score_candidates(strategy: str, *, closure: Closure | None, pool, X, candidates,
                      model=None, outputs: ModelOutputs | None = None) -> Scores:
     """The score of every candidate pool row under ``strategy`` (larger is better).
@@ -348,9 +358,7 @@ def score_candidates(strategy: str, *, closure: Closure | None, pool, X, candida
         wp, wn = _gain_weights(strategy, outputs, len(pool))
         gp, gn = candidate_gains(closure, pool[rows], pool, wp, wn)
         if strategy in _EXPECTED:
-            p = (np.full(len(rows), 0.5) if outputs is None or outputs.proba is None
-                 else outputs.proba[rows])
-            return Scores(rows, expected_decided(p, gp, gn), gp, gn)
+            return Scores(rows, expected_decided(_positive_share(outputs, rows), gp, gn), gp, gn)
         return Scores(rows, scores_by_gain(gp, gn), gp, gn)
     kind = family(strategy)
     if kind == "lc":

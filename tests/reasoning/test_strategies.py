@@ -374,3 +374,13 @@ def test_edp_equals_adding_each_answer_to_a_copy_and_averaging_by_p(seed):
         gp, gn = brute_gains(closure, pool, ones, ones, *pool[row])
         q = p[row, 0]
         assert scores.scores[i] == pytest.approx(q * gp + (1 - q) * gn)
+
+
+def test_edp_q_weighs_the_counts_by_the_committee_share_voting_positive():
+    votes = np.array([[1, 1, 1], [0, 0, 0], [1, 0, 1], [1, 1, 0], [0, 0, 1]])  # rows: pool pairs
+    scores = score_candidates("EDP-Q", closure=hand_closure(), pool=POOL, X=votes,
+                              candidates=ALL, model=FixedVotes())
+    share = votes.mean(axis=1)
+    expected = share * np.array([2, 1, 2, 3, 3]) + (1 - share) * np.array([1, 2, 2, 1, 1])
+    np.testing.assert_allclose(scores.scores, expected)
+    assert parse_strategy("edp-q") == "EDP-Q" and needs_model("EDP-Q")
