@@ -97,3 +97,15 @@ def test_the_soft_closure_lifts_a_transitive_pair_and_lowers_the_weaker_directio
     assert soft.tolist() == pytest.approx([0.8, 0.8, 0.2, 1.0])
     blended = soft_probabilities(closure, pool, np.array([0.8, 0.3, 0.4, 0.5]))
     assert blended.tolist() == pytest.approx([0.8, 0.55, 0.3, 1.0])
+
+
+def test_above_the_soft_limit_only_the_hard_step_applies(monkeypatch):
+    import reasoning.consistent as module
+
+    closure = Closure(range(3))
+    pool = np.array([[0, 1], [1, 2], [0, 2]])
+    proba = np.array([0.9, 0.8, 0.2])
+    assert soft_probabilities(closure, pool, proba)[2] > 0.2  # lifted by 0 ≺ 1 ≺ 2
+    monkeypatch.setattr(module, "SOFT_MAX_CONCEPTS", 2)
+    assert soft_probabilities(closure, pool, proba).tolist() == proba.tolist()
+    assert consistent_map(closure, pool, proba).label.tolist() == [True, True, True]
