@@ -182,6 +182,12 @@ def plot_labeled(summary: list[dict], path: str | Path) -> None:
                     ax.plot(q, mean, color=_LEVEL_COLOR[level], linestyle=style, label=name)
                     ax.fill_between(q, mean - half, mean + half, color=_LEVEL_COLOR[level],
                                     alpha=0.12)
+        for name in ("EDP", "EDP-Q"):  # beyond the paper
+            if name in present:
+                q, mean, half = _series(summary, domain, name, "labeled")
+                color = _REFERENCES[name][0]
+                ax.plot(q, mean, color=color, label=name)
+                ax.fill_between(q, mean - half, mean + half, color=color, alpha=0.12)
         ax.set_title(domain)
         ax.set_xlabel("queries")
         ax.set_ylabel("labeled train pairs")
