@@ -228,7 +228,9 @@ class Adapter:
                 return  # not a task of ours, or the bot's own retirement
             row = session.get(AnnotationRow, annotation_id)
             label = parse_label(annotation)
-            if (row is not None and row.status != "deleted" and row.updated_at == stamp
+            if row is not None and (row.status == "deleted" or row.updated_at > stamp):
+                return  # a deleted annotation never returns; an older version (a stale export)
+            if (row is not None and row.updated_at == stamp
                     and not (row.status == "empty" and label is not None)):
                 return  # seen already (an interrupted forward is finished instead)
             if row is not None and row.status == "asserted" and row.label == label:
@@ -396,6 +398,9 @@ class Adapter:
                 self._open(a, b, score)
                 continue
             task = known
+            if task.status == "answered" and not self._has_label(task.task_id):
+                self._open(a, b, score)  # skipped or refused there: ask it in a new task
+                continue
             if task.status == "retired":
                 self._reopen(task)
             if task.status != "answered" and task.score != score and task.prediction_id:
@@ -404,6 +409,12 @@ class Adapter:
                     row = session.get(TaskRow, task.task_id)
                     if row is not None:
                         row.score = score
+
+    def _has_label(self, task_id: int) -> bool:
+        with self.state.session() as session:
+            return session.scalars(select(AnnotationRow).where(
+                AnnotationRow.task_id == task_id,
+                AnnotationRow.status == "asserted")).first() is not None
 
     def _open(self, a: str, b: str, score: float) -> None:
         created = self.ls.create_task(self.ls_project, self._task_data(a, b))
@@ -466,9 +477,14 @@ class Adapter:
         return row
 
     def reconcile(self) -> None:
-        """Compare Label Studio's export with the state; apply what the webhooks missed."""
-        exported = self.ls.export(self.ls_project)
+        """Compare Label Studio's export with the state; apply what the webhooks missed.
+
+        Answers keep arriving while the export is read, so only what the state knew before
+        the export can count as deleted, and an older version of an annotation changes nothing.
+        """
         known = {t.task_id: t for t in self.state.tasks()}
+        recorded = {r.annotation_id for r in self.state.annotations() if r.status != "deleted"}
+        exported = self.ls.export(self.ls_project)
         present: set[int] = set()
         for task in exported:
             task_id = int(task["id"])
@@ -487,8 +503,26 @@ class Adapter:
             bot = known[task_id].bot_annotation_id
             if bot is not None and bot not in ids:
                 self.deleted([bot])
-        gone = [r.annotation_id for r in self.state.annotations()
-                if r.status != "deleted" and r.annotation_id not in present]
+        gone = sorted(recorded - present)
         if gone:
             self.deleted(gone)
+        self._repair_labels()
         self.refresh()
+
+    def _repair_labels(self) -> None:
+        """Assert again the answers whose sporal label is gone (retracted outside the adapter)."""
+        with self.lock:
+            live = {int(x["id"]) for x in self.sporal.labels(self.project) if x.get("id")}
+            for row in self.state.annotations("asserted"):
+                if row.sporal_label_id in live or row.label is None:
+                    continue
+                with self.state.session() as session:
+                    task = session.get(TaskRow, row.task_id)
+                if task is None:
+                    continue
+                logger.info("label %s of annotation %s is gone from sporal: asserting it again",
+                            row.sporal_label_id, row.annotation_id)
+                self._assert(row.annotation_id, task.a, task.b, row.label, row.user_id,
+                             key=f"labelstudio:{self.ls_project}:annotation:"
+                                 f"{row.annotation_id}:{row.updated_at}:repair-"
+                                 f"{row.sporal_label_id}")

@@ -16,6 +16,7 @@ class FakeLabelStudio:
         self.annotations: dict[int, dict[str, Any]] = {}
         self.predictions: dict[int, dict[str, Any]] = {}
         self.exported: list[dict[str, Any]] = []  # what export() answers
+        self.during_export: Any = None  # called while the export is read (a racing event)
         self._ids = itertools.count(1000)
 
     def users(self) -> list[dict[str, Any]]:
@@ -50,4 +51,7 @@ class FakeLabelStudio:
         return self.annotations.pop(annotation_id, None) is not None
 
     def export(self, project_id: int) -> list[dict[str, Any]]:
-        return self.exported
+        snapshot = list(self.exported)
+        if self.during_export is not None:
+            self.during_export()
+        return snapshot

@@ -191,3 +191,42 @@ def test_the_reconcile_adopts_a_task_created_just_before_a_crash(adapter) -> Non
     assert ("concept 03", "concept 04", "positive") in asserted(adapter)
     tasks = {t.task_id: t for t in adapter.state.tasks()}
     assert tasks[500].status == "answered" and 501 not in tasks  # another project's task
+
+
+def test_an_answer_that_arrives_while_the_export_is_read_is_not_taken_for_deleted(adapter):
+    template = next(p for p in PAYLOADS if p["action"] == "ANNOTATION_CREATED"
+                    and p["annotation"]["completed_by"] != BOT_USER)
+    first = _answer(template, 401, 600, ("concept 03", "concept 04"), "positive")
+    racing = _answer(template, 402, 601, ("concept 05", "concept 06"), "negative")
+    ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
+    with adapter.state.session() as session:
+        session.add(TaskRow(task_id=600, a="concept 03", b="concept 04"))
+        session.add(TaskRow(task_id=601, a="concept 05", b="concept 06"))
+    adapter.handle(first)
+    stale = copy.deepcopy(first["annotation"])
+    stale["updated_at"] = "2026-11-26T06:00:00.000000Z"  # an older version of 401
+    stale["result"][0]["value"]["choices"] = ["negative"]
+    ls.exported = [{"id": 600, "annotations": [stale], "predictions": [], "data": {}},
+                   {"id": 601, "annotations": [], "predictions": [], "data": {}}]
+    ls.during_export = lambda: adapter.handle(racing)
+    adapter.reconcile()
+    labels = asserted(adapter)
+    assert ("concept 05", "concept 06", "negative") in labels  # not retracted as "gone"
+    assert ("concept 03", "concept 04", "positive") in labels  # the stale version ignored
+
+
+def test_the_reconcile_asserts_again_a_label_retracted_behind_the_adapters_back(adapter):
+    template = next(p for p in PAYLOADS if p["action"] == "ANNOTATION_CREATED"
+                    and p["annotation"]["completed_by"] != BOT_USER)
+    answer = _answer(template, 501, 700, ("concept 07", "concept 08"), "positive")
+    with adapter.state.session() as session:
+        session.add(TaskRow(task_id=700, a="concept 07", b="concept 08"))
+    adapter.handle(answer)
+    ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
+    ls.exported = [{"id": 700, "annotations": [answer["annotation"]], "predictions": [],
+                    "data": {}}]
+    row = next(r for r in adapter.state.annotations() if r.annotation_id == 501)
+    adapter.sporal.retract_label(adapter.project, row.sporal_label_id)
+    assert ("concept 07", "concept 08", "positive") not in asserted(adapter)
+    adapter.reconcile()
+    assert ("concept 07", "concept 08", "positive") in asserted(adapter)
