@@ -50,10 +50,11 @@ CURVE_FIELDS = ("domain", "strategy", "repeat", "queries", "labeled", "auc", "cl
 SUMMARY_FIELDS = ("domain", "strategy", "queries", "runs", "auc_mean", "auc_ci_low",
                   "auc_ci_high", "auc_half_width", "labeled_mean", "labeled_half_width")
 _ORDER = ("Random", "LC", "QBC", "Random-R", "LC-R", "QBC-R", "CNT", "LC-R+", "QBC-R+", "EDP",
-          "EDP-Q")
+          "EDP-Q", "EDP-C")
 _FAMILIES = {"LC": ("LC", "LC-R", "LC-R+"), "QBC": ("QBC", "QBC-R", "QBC-R+")}
 _REFERENCES = {"Random": ("grey", ":"), "Random-R": ("grey", "--"), "CNT": ("black", "-."),
-               "EDP": ("tab:red", "-"), "EDP-Q": ("tab:purple", "-")}
+               "EDP": ("tab:red", "-"), "EDP-Q": ("tab:purple", "-"),
+               "EDP-C": ("tab:brown", "-")}
 _LEVEL_COLOR = ("tab:blue", "tab:orange", "tab:green")  # no reasoning, -R, -R+
 
 
@@ -182,7 +183,7 @@ def plot_labeled(summary: list[dict], path: str | Path) -> None:
                     ax.plot(q, mean, color=_LEVEL_COLOR[level], linestyle=style, label=name)
                     ax.fill_between(q, mean - half, mean + half, color=_LEVEL_COLOR[level],
                                     alpha=0.12)
-        for name in ("EDP", "EDP-Q"):  # beyond the paper
+        for name in ("EDP", "EDP-Q", "EDP-C"):  # beyond the paper
             if name in present:
                 q, mean, half = _series(summary, domain, name, "labeled")
                 color = _REFERENCES[name][0]

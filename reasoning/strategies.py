@@ -27,6 +27,9 @@ Beyond the paper (:data:`NEW_STRATEGIES`):
   answer (the minimum); EDP scores what is decided on average, the greedy step towards a
   complete map for the fewest questions (``sporal simulate --mode coverage``).
 * ``EDP-Q``: the same expectation with ``p`` the share of the QBC committee voting positive.
+* ``EDP-C``: the same expectation with the LC model's ``p`` made order-respecting first
+  (:func:`reasoning.consistent.soft_probabilities`: the max-min transitive closure with the
+  decided pairs, asymmetry, blended 50/50 with the raw ``p``).
 
 :data:`DEFAULT_STRATEGY` (``default`` in :func:`parse_strategy`) is the best of them in the
 coverage measure.
@@ -81,7 +84,7 @@ __all__ = [
 STRATEGY_NAMES = ("Random", "LC", "QBC", "Random-R", "LC-R", "QBC-R", "CNT", "LC-R+", "QBC-R+")
 """The strategies in the order of the paper's Table 3."""
 
-NEW_STRATEGIES: tuple[str, ...] = ("EDP", "EDP-Q")
+NEW_STRATEGIES: tuple[str, ...] = ("EDP", "EDP-Q", "EDP-C")
 """Strategies beyond the paper (see the module docstring)."""
 
 DEFAULT_STRATEGY = "EDP"
@@ -96,9 +99,9 @@ MIN_TRAIN_ROWS = 2
 _FAMILY = {"Random": "random", "Random-R": "random", "CNT": "random",
            "LC": "lc", "LC-R": "lc", "LC-R+": "lc",
            "QBC": "qbc", "QBC-R": "qbc", "QBC-R+": "qbc",
-           "EDP": "lc", "EDP-Q": "qbc"}
-_GAINS = frozenset({"CNT", "LC-R+", "QBC-R+", "EDP", "EDP-Q"})
-_EXPECTED = frozenset({"EDP", "EDP-Q"})  # counts, not weights, scored by their expectation
+           "EDP": "lc", "EDP-Q": "qbc", "EDP-C": "lc"}
+_GAINS = frozenset({"CNT", "LC-R+", "QBC-R+", "EDP", "EDP-Q", "EDP-C"})
+_EXPECTED = frozenset({"EDP", "EDP-Q", "EDP-C"})  # counts, not weights, scored by their expectation
 _PLAIN = frozenset({"Random", "LC", "QBC"})
 _BY_KEY = {name.lower(): name for name in ALL_STRATEGIES}
 
@@ -358,6 +361,10 @@ def score_candidates(strategy: str, *, closure: Closure | None, pool, X, candida
         wp, wn = _gain_weights(strategy, outputs, len(pool))
         gp, gn = candidate_gains(closure, pool[rows], pool, wp, wn)
         if strategy in _EXPECTED:
+            if strategy == "EDP-C" and outputs is not None and outputs.proba is not None:
+                from reasoning.consistent import soft_probabilities
+
+                outputs = ModelOutputs(proba=soft_probabilities(closure, pool, outputs.proba))
             return Scores(rows, expected_decided(_positive_share(outputs, rows), gp, gn), gp, gn)
         return Scores(rows, scores_by_gain(gp, gn), gp, gn)
     kind = family(strategy)

@@ -384,3 +384,20 @@ def test_edp_q_weighs_the_counts_by_the_committee_share_voting_positive():
     expected = share * np.array([2, 1, 2, 3, 3]) + (1 - share) * np.array([1, 2, 2, 1, 1])
     np.testing.assert_allclose(scores.scores, expected)
     assert parse_strategy("edp-q") == "EDP-Q" and needs_model("EDP-Q")
+
+
+def test_edp_c_weighs_the_counts_by_order_respecting_probabilities():
+    from reasoning.consistent import soft_probabilities
+
+    # 1 ≺ 2 is decided: p(0, 1) = .9 lifts p(0, 2) by the max-min closure
+    X = np.array([[0.9], [0.1], [0.5], [0.5], [0.5]])
+    closure = hand_closure()
+    scores = score_candidates("EDP-C", closure=closure, pool=POOL, X=X, candidates=ALL,
+                              model=FixedProbabilities())
+    soft = soft_probabilities(closure, POOL, X[:, 0])
+    assert soft[1] == pytest.approx(0.5 * 0.1 + 0.5 * 0.9)
+    expected = soft * np.array([2, 1, 2, 3, 3]) + (1 - soft) * np.array([1, 2, 2, 1, 1])
+    np.testing.assert_allclose(scores.scores, expected)
+    plain = score_candidates("EDP", closure=closure, pool=POOL, X=X, candidates=ALL,
+                             model=FixedProbabilities())
+    assert scores.scores[1] != pytest.approx(plain.scores[1])
