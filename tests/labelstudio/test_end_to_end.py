@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -102,6 +103,9 @@ def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
                        "state": State(state), "tmp": tmp_path}
             finally:
                 adapter.kill()
+                report = os.environ.get("SPORAL_LABELSTUDIO_REPORT")
+                if report:  # CI prints the adapter's log when the step fails
+                    shutil.copy(adapter.log, Path(report).with_name("adapter.log"))
 
 
 def test_two_annotators_decide_the_pool_through_label_studio(world: dict[str, Any]) -> None:
