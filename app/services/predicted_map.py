@@ -23,7 +23,13 @@ def consistent_page(state: ProjectState, proba: np.ndarray, info: ModelInfo | No
     others take the completion's label and a probability on its side of 0.5 (source predicted,
     or forced where consistency overrode the pair's own prediction).
     """
-    completed = consistent_map(state.closure, state.pool_index(), proba)
+    key = state.training_key()
+    cached = state.completed_map
+    if cached is not None and cached[0] == key and cached[1] is proba:
+        completed = cached[2]  # once per model and decided set, not per request (or page)
+    else:
+        completed = consistent_map(state.closure, state.pool_index(), proba)
+        state.completed_map = (key, proba, completed)
     keep = np.ones(len(proba), dtype=bool)
     if min_probability is not None:
         keep = completed.probability >= min_probability

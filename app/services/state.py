@@ -181,6 +181,8 @@ class ProjectState:
         self.labels: dict[tuple[int, int], LiveLabel] = {}
         self.pair_of_label: dict[int, tuple[int, int]] = {}
         self.label_events = 0
+        # The consistent map of the newest prediction model: (training key, p, the map).
+        self.completed_map: tuple[TrainingKey, np.ndarray, Any] | None = None
         self._set_closure(Closure())
 
     # ------------------------------------------------------------------ what is decided

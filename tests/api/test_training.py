@@ -127,3 +127,27 @@ def test_no_cached_state_for_a_project_that_does_not_exist(client: TestClient) -
                                    json={"a": "x", "b": "y", "label": "positive"}),
                        404, "project-not-found")
     assert len(registry) == before
+
+
+def test_the_consistent_map_is_computed_once_per_model_and_decided_set(
+        client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    import app.services.predicted_map as predicted_map
+
+    calls: list[int] = []
+    complete = predicted_map.consistent_map
+
+    def counting(*args: Any) -> Any:
+        calls.append(1)
+        return complete(*args)
+
+    monkeypatch.setattr(predicted_map, "consistent_map", counting)
+    pid = _project(client)
+    fresh = {"fresh": True, "consistent": True}
+    first = client.get(f"/projects/{pid}/predictions", params=fresh).json()
+    assert client.get(f"/projects/{pid}/predictions", params=fresh).json() == first
+    assert client.get(f"/projects/{pid}/predictions",
+                      params={**fresh, "limit": 3, "offset": 2}).status_code == 200
+    assert len(calls) == 1
+    label(client, pid, "c2", "c3")
+    client.get(f"/projects/{pid}/predictions", params=fresh)
+    assert len(calls) == 2
