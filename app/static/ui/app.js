@@ -323,7 +323,10 @@ async function drawMap() {
     ]);
     const names = [...concepts.keys()];
     graph = layout(names, positives.items.map((p) => [p.a, p.b]));
-    graph.predicted = predicted.items.filter((p) => p.source === "predicted").map((p) => [p.a, p.b]);
+    // From the consistent map: predicted pairs, and pairs consistency made positive (forced).
+    graph.predicted = predicted.items
+      .filter((p) => (p.source === "predicted" || p.source === "forced") && p.label === "positive")
+      .map((p) => [p.a, p.b]);
     render();
     fit();
     status.textContent = `${names.length} concepts, ${graph.edges.length} edges of the reduction, ` +
