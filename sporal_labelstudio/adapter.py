@@ -114,7 +114,7 @@ class Adapter:
     window : int, default 10
         How many open tasks Label Studio holds (``next?k=``).
     strategy : str, optional
-        sporal's strategy (default: the service's, LC-R+).
+        sporal's strategy (default: the service's default).
     """
 
     def __init__(self, sporal: SporalClient, ls: LabelStudioClient, state: State, *,
