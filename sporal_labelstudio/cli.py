@@ -68,7 +68,8 @@ def run(
     listen: Listen = "127.0.0.1:8090",
     state: StatePath = Path("sporal-labelstudio.db"),
     webhook_url: WebhookUrl = None,
-    strategy: Annotated[str | None, typer.Option(help="sporal's strategy (default: the service's).")] = None,
+    strategy: Annotated[str | None, typer.Option(
+        help="sporal's strategy (default: the service's).")] = None,
     reconcile_every: Annotated[float, typer.Option(
         help="Seconds between reconciles from Label Studio's export.")] = 60.0,
 ) -> None:
