@@ -537,9 +537,11 @@ def _write(work: ProjectWork, source: Source, total: int, progress: Progress | N
 
 def import_source(work: ProjectWork, source: Source, *,
                   progress: Progress | None = None) -> ImportSummary:
-    """Validate every record of ``source``, then write them all in file order.
+    """Validate every record of ``source``, then write them all in file order, atomically.
 
-    Raises :class:`InvalidItems` (every bad line) before anything is written.
+    Raises :class:`InvalidItems` (every bad line) before anything is written. The writes share
+    one transaction: a failure part-way (a crash, a concurrent change) stores nothing.
     """
     total = validate(work, source)
-    return _write(work, source, total, progress)
+    with work.atomically():  # all of the file or none of it
+        return _write(work, source, total, progress)

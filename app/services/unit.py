@@ -125,6 +125,8 @@ class ProjectView:
 class ProjectWork(ProjectView):
     """A :class:`ProjectView` that may write: compute first, then a short transaction."""
 
+    _atomic: Project | None = None
+
     def write(self, compute: Callable[[ProjectWork], P],
               store: Callable[[ProjectWork, Project, P], R]) -> R:
         """``store(self, project, compute(self))`` in a write transaction, at the same version.
@@ -139,6 +141,13 @@ class ProjectWork(ProjectView):
         transaction (so it cannot be overtaken twice).
         """
         state = self.state
+        if self._atomic is not None:  # inside atomically(): one transaction holds them all
+            plan = compute(self)
+            try:
+                return self._stored(self._atomic, store(self, self._atomic, plan))
+            except (Retry, Superseded):
+                raise ConcurrentChange("a write inside an atomic import was overtaken; "
+                                       "retry") from None
         version, before = state.version, state.mutations
         plan = compute(self)
         try:
@@ -166,6 +175,27 @@ class ProjectWork(ProjectView):
             if state.mutations != before:
                 state.invalidate()
             raise ConcurrentChange("the project changed under a locked write; retry") from None
+
+    @contextmanager
+    def atomically(self) -> Iterator[None]:
+        """Every :meth:`write` inside runs in one write transaction: all of them, or none.
+
+        For a file import, whose records were all validated before: the write lock is held
+        for the whole block (computations included), and a failure anywhere rolls everything
+        back and drops the cache, which had moved ahead.
+        """
+        state = self.state
+        try:
+            with write_transaction(self.session, state.project_id) as locked:
+                assert locked is not None
+                catch_up(self.session, state, locked)
+                self._atomic = locked
+                yield
+        except BaseException:
+            state.invalidate()
+            raise
+        finally:
+            self._atomic = None
 
     def _stored(self, locked: Project, result: R) -> R:
         self.project = locked

@@ -171,3 +171,31 @@ def test_an_empty_import_body_is_refused(client: TestClient) -> None:
     response = client.post(f"/projects/{pid}/import", params={"format": "jsonl"}, content=b"")
     problem = assert_problem(response, 422, "validation-error")
     assert problem["errors"][0]["loc"] == ["body"]
+
+
+def test_a_failure_part_way_through_the_writes_stores_nothing_of_the_file(
+        client: TestClient, monkeypatch: Any) -> None:
+    import app.services.labels.writing as writing
+
+    pid = new_project(client, concepts=["x"])
+    body = lines(
+        {"kind": "concept", "name": "limit"},
+        {"kind": "concept", "name": "derivative"},
+        {"kind": "pair", "a": "limit", "b": "derivative", "features": [1.0]},
+        {"kind": "label", "a": "limit", "b": "derivative", "label": "positive"},
+    )
+
+    def disk_full(*args: Any) -> None:  # the labels, written after concepts and pool
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(writing, "insert_rows", disk_full)
+    failed = client.post(f"/projects/{pid}/import", content=body, headers=JSONL)
+    assert failed.status_code == 500
+    monkeypatch.undo()
+    names = {c["name"] for c in client.get(f"/projects/{pid}/concepts").json()["items"]}
+    assert names == {"x"}  # the concepts written before the failure were rolled back too
+    assert client.get(f"/projects/{pid}/pairs").json()["total"] == 0
+    assert decided(client, pid) == set()
+    # The cache was dropped with them: the same file now imports whole.
+    again = client.post(f"/projects/{pid}/import", content=body, headers=JSONL)
+    assert again.status_code == 200 and again.json()["labels_created"] == 1
