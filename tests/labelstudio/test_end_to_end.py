@@ -159,7 +159,12 @@ def test_two_annotators_decide_the_pool_through_label_studio(world: dict[str, An
     # 1. both annotators answer; the adapter keeps the window open
     assert len(answer_some(6)) == 6
 
-    # 2. the adapter dies; answers given meanwhile lose their webhooks; a restart reconciles
+    # 2. the adapter dies; answers given meanwhile lose their webhooks; a restart reconciles.
+    # It dies once its window holds two open tasks (else nobody could answer while it is down).
+    def open_tasks() -> int:
+        return sum(1 for task in admin.export(lsp) if not task.get("annotations"))
+
+    wait_for(lambda: open_tasks() >= 2, "two open tasks in the window", every=0.2)
     adapter.kill()
     offline = answer_some(2, measure=False)
     assert offline and not any(in_sporal(x["a"], x["b"], x["label"]) for x in offline)
