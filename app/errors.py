@@ -38,6 +38,7 @@ __all__ = [
     "Forbidden",
     "IdempotencyInProgress",
     "IdempotencyKeyReused",
+    "InvalidCursor",
     "InvalidItems",
     "InvalidLabel",
     "InUse",
@@ -132,6 +133,15 @@ class InvalidItems(ServiceError):
 class InvalidLabel(ServiceError):
     slug, status, title = "invalid-label", 422, "Invalid label"
     description = "The label cannot be applied (e.g. a concept paired with itself)."
+
+
+class InvalidCursor(ServiceError):
+    slug, status, title = "invalid-cursor", 422, "Invalid cursor"
+    description = "The `after` cursor is not one this service gave as `next`."
+
+    def __init__(self, cursor: str) -> None:
+        super().__init__(f"cursor {cursor[:80]!r} was not given by this service: page from "
+                         "the first page and follow `next`")
 
 
 class UnknownStrategy(ServiceError):

@@ -374,6 +374,9 @@ class LabelItem(BaseModel):
 class LabelPage(BaseModel):
     items: list[LabelItem]
     total: int
+    next: str | None = Field(
+        default=None, description="The cursor of the next page (pass it as `after`); null "
+        "on the last page.")
 
 
 class ModelInfo(BaseModel):

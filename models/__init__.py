@@ -4,7 +4,7 @@ from models.base import NAMING_CONVENTION, Base, UTCDateTime, utcnow
 from models.tables import (
     NAME_LENGTH,
     AssertedLabel,
-    ClosurePair,
+    ClosureEffect,
     Concept,
     ConceptLink,
     ConceptText,
@@ -21,7 +21,7 @@ __all__ = [
     "NAMING_CONVENTION",
     "AssertedLabel",
     "Base",
-    "ClosurePair",
+    "ClosureEffect",
     "Concept",
     "ConceptLink",
     "ConceptText",

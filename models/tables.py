@@ -1,8 +1,9 @@
 """The tables of the service: projects, their concepts, pool, asserted labels and closure.
 
 The database is the source of truth. The asserted labels are an append-only log (a retraction
-only stamps ``retracted_at``); the closure table holds every decided pair with the asserted
-label that decided it (``caused_by``) when the live labels are replayed in assertion order.
+only stamps ``retracted_at``); the closure table holds, per asserted label, the lines (rows
+or columns, as bitsets) of the pairs it decided when the live labels are replayed in
+assertion order: a label writes what it changed, not one row per decided pair.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from models.base import Base, UTCDateTime, utcnow
 __all__ = [
     "NAME_LENGTH",
     "AssertedLabel",
-    "ClosurePair",
+    "ClosureEffect",
     "Concept",
     "ConceptLink",
     "ConceptText",
@@ -177,36 +178,39 @@ class AssertedLabel(Base):
     version: Mapped[int] = mapped_column(Integer, nullable=False)
     retracted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     retracted_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # The label whose effect decided this pair (itself when the pair was undecided before):
+    # what the order of ``GET labels`` needs. None once retracted.
+    caused_by: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
-class ClosurePair(Base):
-    """One decided pair of the closure H: its value, asserted or inferred, and its cause.
+class ClosureEffect(Base):
+    """One line of what an asserted label newly decided: the closure H, stored by cause.
 
-    ``caused_by`` is the asserted label that decided the pair when the live labels are replayed
-    in the order they were asserted; ``label_id`` is the live asserted label on this very pair
-    (None for inferred pairs).
+    Replaying the live labels in the order they were asserted (their ids), each label decides
+    a set of new pairs (closure.md); it is stored as *lines*: a row (``by_row``: the pairs
+    ``(line, y)``) or a column (the pairs ``(x, line)``) of one relation (``positive``), with
+    ``bits`` the other concepts as a bitset over the project's concept ordinals (a concept's
+    rank by id in the project, from 0), little-endian and zlib-compressed. Each label takes
+    the orientation with fewer lines, so a label writes in proportion to the lines it
+    changed, never to the pairs it decided. Every decided pair lies in exactly one line, of
+    its cause (``caused_by``); H is the union of every line.
     """
 
-    __tablename__ = "closure_pairs"
-    __table_args__ = (Index("ix_closure_pairs_project_id_caused_by", "project_id", "caused_by"),)
+    __tablename__ = "closure_effects"
 
     project_id: Mapped[int] = mapped_column(
         ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True
     )
-    a_id: Mapped[int] = mapped_column(
+    label_id: Mapped[int] = mapped_column(
+        ForeignKey("asserted_labels.id", ondelete="CASCADE"), primary_key=True
+    )
+    positive: Mapped[bool] = mapped_column(Boolean, primary_key=True)
+    by_row: Mapped[bool] = mapped_column(Boolean, primary_key=True)
+    line_id: Mapped[int] = mapped_column(
         ForeignKey("concepts.id", ondelete="CASCADE"), primary_key=True
     )
-    b_id: Mapped[int] = mapped_column(
-        ForeignKey("concepts.id", ondelete="CASCADE"), primary_key=True
-    )
-    positive: Mapped[bool] = mapped_column(Boolean, nullable=False)
-    asserted: Mapped[bool] = mapped_column(Boolean, nullable=False)
-    label_id: Mapped[int | None] = mapped_column(
-        ForeignKey("asserted_labels.id", ondelete="CASCADE"), nullable=True
-    )
-    caused_by: Mapped[int] = mapped_column(
-        ForeignKey("asserted_labels.id", ondelete="CASCADE"), nullable=False
-    )
+    bits: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    count: Mapped[int] = mapped_column(Integer, nullable=False)
 
 
 class Suggestion(Base):

@@ -113,10 +113,16 @@ def list_labels(
     = None,
     limit: Limit = 100,
     offset: Offset = 0,
+    after: Annotated[str | None, Query(max_length=4096, description=(
+        "Start after this cursor: the `next` of the previous page (keyset paging: each page "
+        "costs the same however deep; `offset` is ignored)."))] = None,
 ) -> LabelPage:
-    """Every decided pair (any two concepts), newest deciding label first, then by names."""
+    """Every decided pair (any two concepts), newest deciding label first, then by names.
+
+    Page with `next` → `after` (or `offset`); `total` counts every listed item.
+    """
     get_project(session, project_id)
-    items, total = service.list_labels(session, project_id, source=source, label=label,
-                                       include_retracted=include_retracted, limit=limit,
-                                       offset=offset, caused_by=caused_by)
-    return LabelPage.model_validate({"items": items, "total": total})
+    items, total, cursor = service.list_labels(
+        session, project_id, source=source, label=label, include_retracted=include_retracted,
+        limit=limit, offset=offset, caused_by=caused_by, after=after)
+    return LabelPage.model_validate({"items": items, "total": total, "next": cursor})

@@ -34,7 +34,7 @@ from app.services.corpus import (
     read_corpus,
     rebuild_state,
 )
-from app.services.labels.rows import Row, sync_rows
+from app.services.labels.store import replay_live, rewrite
 from app.services.state import ProjectState, encode_features
 from app.services.unit import ProjectWork
 from models import (
@@ -47,7 +47,7 @@ from models import (
     RefusedAnswer,
     utcnow,
 )
-from reasoning.closure import Closure, ContradictionError, Label
+from reasoning.closure import Closure, ContradictionError, Label, Update
 
 __all__ = ["delete_concept", "delete_pair", "merge_concepts", "rename_concept"]
 
@@ -118,6 +118,8 @@ def delete_concept(work: ProjectWork, name: str) -> ConceptDeleted:
         work.session.execute(delete(Concept).where(Concept.id == concept_id,
                                                    Concept.project_id == project.id))
         rebuild_state(work, project)
+        if work.state.labels:  # the ordinals after the deleted concept moved down by one
+            rewrite(work.session, project.id, *replay_live(work.state))
         return ConceptDeleted(name=name, pool_pairs=pool_pairs)
 
     return work.write(compute, store)
@@ -151,7 +153,8 @@ class _Merge:
     merge: int
     moved_labels: list[tuple[int, int, int]]  # (label id, new a, new b)
     dropped_labels: list[int]
-    rows: dict[Any, Row]
+    labels: list[tuple[int, Label]]  # the live labels after the merge, in assertion order
+    replay: tuple[Closure, list[Update]]
     moved_pairs: list[tuple[int, int, int]]  # (pool pair id, new a, new b)
     dropped_pairs: list[int]
     links: set[tuple[int, int]]  # the links after the merge
@@ -201,11 +204,11 @@ def _relabel(state: ProjectState, keep: int, merge: int, keep_name: str, merge_n
 
 
 def _closed(state: ProjectState, labels: list[tuple[int, Label]], keep: int, merge: int,
-            keep_name: str, merge_name: str) -> dict[Any, Row]:
-    """The stored closure rows of the merged labels; a contradiction refuses with its proof."""
-    concepts = [c for c in sorted(state.name_of) if c != merge]
+            keep_name: str, merge_name: str) -> tuple[Closure, list[Update]]:
+    """The replay of the merged labels; a contradiction refuses with its proof."""
+    concepts = [c for c in sorted(state.name_of) if c != merge]  # the ordinals after it
     try:
-        _, causes = Closure.replay([lab for _, lab in labels], concepts)
+        return Closure.replay_effects([lab for _, lab in labels], concepts)
     except ContradictionError as exc:
         name: dict[Any, str] = state.name_of
         by_pair = {(lab.a, lab.b): label_id for label_id, lab in labels}
@@ -221,11 +224,6 @@ def _closed(state: ProjectState, labels: list[tuple[int, Label]], keep: int, mer
             f"merging {merge_name!r} into {keep_name!r} contradicts the labels in `proof` "
             "(read with the two as one concept)", a=keep_name, b=merge_name, proof=proof,
             chains=[[name[c] for c in chain] for chain in exc.proof.chains]) from None
-    ids = [label_id for label_id, _ in labels]
-    return {p: (cause.positive, cause.asserted_by is not None,
-                None if cause.asserted_by is None else ids[cause.asserted_by],
-                ids[cause.caused_by])
-            for p, cause in causes.items()}
 
 
 def _merged_pool(state: ProjectState, keep: int, merge: int
@@ -260,7 +258,7 @@ def merge_concepts(work: ProjectWork, keep: str, merge: str) -> ConceptsMerged:
             raise InvalidItems([{"keep": keep, "merge": merge,
                                  "reason": "a concept cannot be merged into itself"}], "names")
         labels, moves, dropped = _relabel(state, keep_id, merge_id, keep, merge)
-        rows = _closed(state, labels, keep_id, merge_id, keep, merge)
+        replay = _closed(state, labels, keep_id, merge_id, keep, merge)
         moved_pairs, dropped_pairs, pool = _merged_pool(state, keep_id, merge_id)
         corpus = read_corpus(work.session, state)
         links = {(keep_id if u == merge_id else u, keep_id if v == merge_id else v)
@@ -277,7 +275,7 @@ def merge_concepts(work: ProjectWork, keep: str, merge: str) -> ConceptsMerged:
             vectors = after.features(after.statistics(),
                                      np.array([(a, b) for _, a, b in pool], dtype=np.int64))
             features = {pair_id: vectors[i] for i, (pair_id, _, _) in enumerate(pool)}
-        return _Merge(keep_id, merge_id, moves, dropped, rows, moved_pairs, dropped_pairs,
+        return _Merge(keep_id, merge_id, moves, dropped, labels, replay, moved_pairs, dropped_pairs,
                       links, text, features)
 
     def store(work: ProjectWork, project: Project, plan: _Merge) -> ConceptsMerged:
@@ -285,11 +283,10 @@ def merge_concepts(work: ProjectWork, keep: str, merge: str) -> ConceptsMerged:
         if plan.dropped_labels:  # before the moves: a dropped label may hold the moved pair
             session.execute(update(AssertedLabel).where(
                 AssertedLabel.id.in_(plan.dropped_labels)).values(
-                    retracted_at=utcnow(), retracted_version=project.version + 1))
+                    retracted_at=utcnow(), retracted_version=project.version + 1, caused_by=None))
         for label_id, a, b in plan.moved_labels:
             session.execute(update(AssertedLabel).where(AssertedLabel.id == label_id)
                             .values(a_id=a, b_id=b))
-        sync_rows(session, pid, plan.rows)
         if plan.dropped_pairs:
             session.execute(delete(PoolPair).where(PoolPair.id.in_(plan.dropped_pairs)))
         for pair_id, a, b in plan.moved_pairs:
@@ -305,6 +302,7 @@ def merge_concepts(work: ProjectWork, keep: str, merge: str) -> ConceptsMerged:
                 {"id": pair_id, "features": encode_features(vector)}
                 for pair_id, vector in plan.features.items()])
         rebuild_state(work, project)  # the version after it is the dropped labels' retraction
+        rewrite(session, pid, plan.replay[0], plan.labels, plan.replay[1])
         return ConceptsMerged(keep=keep, merged=merge, labels_moved=len(plan.moved_labels),
                               labels_dropped=len(plan.dropped_labels),
                               pool_pairs_moved=len(plan.moved_pairs),

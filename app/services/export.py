@@ -8,12 +8,12 @@ import io
 import json
 from collections.abc import Iterator
 from typing import Any
+from xml.sax.saxutils import quoteattr
 
-import networkx as nx
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
-from app.services.labels import list_labels
+from app.services.labels.listing import Filters, iter_labels, snapshot
 from app.services.state import decode_features
 from models import AssertedLabel, Concept, ConceptLink, ConceptText, PoolPair
 
@@ -24,12 +24,6 @@ CSV_COLUMNS = ["a", "b", "label", "source", "id", "caused_by", "annotator"]
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json",
                "graphml": "application/graphml+xml", "project": "application/jsonl"}
-
-
-def _decided(session: Session, project_id: int) -> list[dict[str, Any]]:
-    items, _ = list_labels(session, project_id, source="all", label=None,
-                           include_retracted=False, limit=None, offset=0)
-    return items
 
 
 def neutralise_cell(value: Any) -> Any:
@@ -45,7 +39,27 @@ def neutralise_cell(value: Any) -> Any:
     return value
 
 
-def _csv(items: list[dict[str, Any]]) -> bytes:
+_CHUNK = 2000  # items per chunk of the stream
+
+
+def _decided(session: Session, project_id: int) -> Iterator[dict[str, Any]]:
+    """Every decided pair, in the order of ``GET labels``, streamed from the stored lines."""
+    snap = snapshot(session, project_id)
+    return iter_labels(session, snap, Filters())
+
+
+def _chunks(lines: Iterator[str]) -> Iterator[bytes]:
+    buffer: list[str] = []
+    for line in lines:
+        buffer.append(line)
+        if len(buffer) >= _CHUNK:
+            yield "".join(buffer).encode("utf-8")
+            buffer = []
+    if buffer:
+        yield "".join(buffer).encode("utf-8")
+
+
+def _csv(items: Iterator[dict[str, Any]]) -> Iterator[str]:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, extrasaction="ignore",
                             lineterminator="\n")
@@ -53,27 +67,49 @@ def _csv(items: list[dict[str, Any]]) -> bytes:
     for item in items:
         writer.writerow({k: "" if item.get(k) is None else neutralise_cell(item[k])
                          for k in CSV_COLUMNS})
-    return buffer.getvalue().encode("utf-8")
+        if buffer.tell() > 1 << 16:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
 
 
-def _json(project: dict[str, Any], items: list[dict[str, Any]]) -> bytes:
-    body = {"project": project, "items": [{k: item.get(k) for k in CSV_COLUMNS}
-                                          for item in items]}
-    return json.dumps(body, ensure_ascii=False, default=str).encode("utf-8")
+def _json(project: dict[str, Any], items: Iterator[dict[str, Any]]) -> Iterator[str]:
+    head = json.dumps({"project": project}, ensure_ascii=False, default=str)
+    yield head[:-1] + ', "items": ['
+    separator = ""
+    for item in items:
+        yield separator + json.dumps({k: item.get(k) for k in CSV_COLUMNS},
+                                     ensure_ascii=False, default=str)
+        separator = ", "
+    yield "]}"
 
 
-def _graphml(session: Session, project_id: int, items: list[dict[str, Any]]) -> bytes:
-    graph = nx.DiGraph()
+_GRAPHML_HEAD = (
+    "<?xml version='1.0' encoding='utf-8'?>\n"
+    '<graphml xmlns="http://graphml.graphdrawing.org/xmlns" '
+    'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
+    'xsi:schemaLocation="http://graphml.graphdrawing.org/xmlns '
+    'http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd">\n'
+    '  <key id="d0" for="edge" attr.name="asserted" attr.type="boolean"/>\n'
+    '  <key id="d1" for="edge" attr.name="caused_by" attr.type="long"/>\n'
+    '  <graph edgedefault="directed">\n')
+
+
+def _graphml(session: Session, project_id: int,
+             items: Iterator[dict[str, Any]]) -> Iterator[str]:
+    """The positive relation as GraphML, written as it streams (asserted edges marked)."""
+    yield _GRAPHML_HEAD
     for name in session.scalars(select(Concept.name).where(Concept.project_id == project_id)
                                 .order_by(Concept.id)):
-        graph.add_node(name)
+        yield f"    <node id={quoteattr(name)}/>\n"
     for item in items:
         if item["label"] == "positive":
-            graph.add_edge(item["a"], item["b"], asserted=item["source"] == "asserted",
-                           caused_by=int(item["caused_by"]))
-    buffer = io.BytesIO()
-    nx.write_graphml(graph, buffer, encoding="utf-8")
-    return buffer.getvalue()
+            asserted = "true" if item["source"] == "asserted" else "false"
+            yield (f"    <edge source={quoteattr(item['a'])} target={quoteattr(item['b'])}>"
+                   f'<data key="d0">{asserted}</data>'
+                   f'<data key="d1">{int(item["caused_by"])}</data></edge>\n')
+    yield "  </graph>\n</graphml>\n"
 
 
 def _line(kind: str, **fields: Any) -> str:
@@ -129,13 +165,16 @@ def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
         yield line
 
 
-def export(session: Session, project: dict[str, Any], fmt: str) -> tuple[bytes, str]:
-    """The export's bytes and media type."""
+def export(session: Session, project: dict[str, Any], fmt: str) -> Iterator[bytes]:
+    """The export as a stream of byte chunks (its media type: :data:`MEDIA_TYPES`).
+
+    Read in the session's one transaction: a consistent snapshot however long it streams.
+    """
     if fmt == "project":
-        return "".join(project_lines(session, project)).encode("utf-8"), MEDIA_TYPES[fmt]
+        return _chunks(project_lines(session, project))
     items = _decided(session, project["id"])
     if fmt == "csv":
-        return _csv(items), MEDIA_TYPES[fmt]
+        return _chunks(_csv(items))
     if fmt == "json":
-        return _json(project, items), MEDIA_TYPES[fmt]
-    return _graphml(session, project["id"], items), MEDIA_TYPES[fmt]
+        return _chunks(_json(project, items))
+    return _chunks(_graphml(session, project["id"], items))

@@ -197,6 +197,7 @@ class ProjectState:
         self.generation += 1
         self.mutations += 1
         self._index: np.ndarray | None = None
+        self._groups: dict[int, Any] = {}
         self.values = self._all_values()
 
     def replace_closure(self, closure: Closure) -> None:
@@ -228,18 +229,50 @@ class ProjectState:
         index = self.pool_index()
         return _frozen(self._closure.values(index[:, 0], index[:, 1]))
 
+    def _pool_by(self, side: int) -> tuple[dict[int, tuple[int, int]], np.ndarray, np.ndarray]:
+        """The pool rows grouped by the closure index of their ``a`` (0) or ``b`` (1) side.
+
+        ``(span, rows, other)``: the rows whose side is ``x`` are ``rows[s:e]`` for
+        ``(s, e) = span[x]``, and ``other[s:e]`` the closure indices of their other side.
+        """
+        key = (len(self.pool), side)
+        cached = self._groups.get(side)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        index = self.pool_index()
+        rows = np.argsort(index[:, side], kind="stable")
+        keys = index[rows, side]
+        span: dict[int, tuple[int, int]] = {}
+        if len(keys):
+            starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+            ends = np.r_[starts[1:], len(keys)]
+            span = dict(zip(keys[starts].tolist(), zip(starts.tolist(), ends.tolist(),
+                                                        strict=True), strict=True))
+        groups = (span, rows, index[rows, 1 - side])
+        self._groups[side] = (key, groups)
+        return groups
+
     def _decide(self, update: Update) -> None:
-        """Replace the values with a copy that knows what ``update`` decided in the pool."""
-        row_of: dict[Any, int] = self.pool.row_of
-        changed = [(row_of[p], 1) for p in update.positive if p in row_of]
-        changed += [(row_of[p], 0) for p in update.negative if p in row_of]
-        own = row_of.get((update.label.a, update.label.b))
-        if own is not None:
-            changed.append((own, int(update.label.positive)))
+        """Replace the values with a copy that knows what ``update`` decided in the pool.
+
+        The lines of the update meet the pool through the pool rows of each line's concept,
+        so the cost follows the lines and the pool pairs they touch, never the pairs decided.
+        """
+        changed: list[tuple[int, int]] = []
+        for value, lines in ((1, update.lines[0]), (0, update.lines[1])):
+            for by_row, line, bits in lines:
+                span, rows, other = self._pool_by(0 if by_row else 1)
+                hit = span.get(line)
+                if hit is None:
+                    continue
+                start, end = hit
+                changed += [(row, value) for row, o in zip(rows[start:end].tolist(),
+                                                           other[start:end].tolist(),
+                                                           strict=True) if bits >> o & 1]
         if changed:
             values = self.values.copy()
-            rows, new = zip(*changed, strict=True)
-            values[list(rows)] = new
+            rows_changed, new = zip(*changed, strict=True)
+            values[list(rows_changed)] = new
             self.values = _frozen(values)
 
     def pool_asserted(self) -> np.ndarray:

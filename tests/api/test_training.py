@@ -105,7 +105,7 @@ def test_a_failure_after_the_closure_changed_invalidates_the_cache(
     def failing(*args: Any) -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(writing, "insert_rows", failing)
+    monkeypatch.setattr(writing, "write_effects", failing)
     broken = client.__class__(client.app, raise_server_exceptions=False)
     response = broken.post(f"/projects/{pid}/labels",
                            json={"a": "c1", "b": "c2", "label": "positive"})

@@ -17,7 +17,7 @@ from models import Base
 from tests.api.databases import backend, postgres_database, require_postgres, sqlite_url
 
 ROOT = Path(__file__).resolve().parents[2]
-TABLES = {"projects", "concepts", "pool_pairs", "asserted_labels", "closure_pairs",
+TABLES = {"projects", "concepts", "pool_pairs", "asserted_labels", "closure_effects",
           "suggestions", "reservations", "idempotency_records", "refused_answers",
           "concept_texts", "concept_links"}
 

@@ -1,17 +1,16 @@
-"""Retracting a label: the core replays the remaining labels, the stored rows follow."""
+"""Retracting a label: the core replays the remaining labels, the stored lines follow."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from app.errors import LabelNotFound
 from app.schemas import LabelRetracted, label_value
-from app.services.labels.rows import Row, sync_rows
+from app.services.labels.store import replay_live, rewrite
 from app.services.state import ProjectState
 from app.services.unit import ProjectWork
 from models import AssertedLabel, Project, utcnow
-from reasoning.closure import Closure, Label
+from reasoning.closure import Closure, Label, Update
 
 __all__ = ["retract_label"]
 
@@ -22,7 +21,8 @@ class _Plan:
     pair: tuple[int, int]
     positive: bool
     closure: Closure
-    rows: dict[Any, Row]
+    labels: list[tuple[int, Label]]
+    updates: list[Update]
 
 
 def _plan(state: ProjectState, label_id: int) -> _Plan:
@@ -30,16 +30,8 @@ def _plan(state: ProjectState, label_id: int) -> _Plan:
     if pair is None:
         raise LabelNotFound(label_id)
     # The live labels in the order they were asserted (ids): causes follow that order.
-    order = sorted(state.labels.items(), key=lambda item: item[1].id)
-    rest = [(live.id, Label(a, b, live.positive)) for (a, b), live in order if live.id != label_id]
-    closure, causes = state.closure.retract_explained(*pair, order=[lab for _, lab in rest])
-    ids = [label_id_ for label_id_, _ in rest]
-    rows: dict[Any, Row] = {
-        p: (cause.positive, cause.asserted_by is not None,
-            None if cause.asserted_by is None else ids[cause.asserted_by], ids[cause.caused_by])
-        for p, cause in causes.items()
-    }
-    return _Plan(label_id, pair, state.labels[pair].positive, closure, rows)
+    closure, labels, updates = replay_live(state, without=label_id)
+    return _Plan(label_id, pair, state.labels[pair].positive, closure, labels, updates)
 
 
 def retract_label(work: ProjectWork, label_id: int) -> LabelRetracted:
@@ -58,7 +50,8 @@ def retract_label(work: ProjectWork, label_id: int) -> LabelRetracted:
         project.retraction_version = project.version
         label.retracted_at = utcnow()
         label.retracted_version = project.version
-        sync_rows(session, project.id, plan.rows)
+        label.caused_by = None
+        rewrite(session, project.id, plan.closure, plan.labels, plan.updates, since=label_id)
         state.replace_closure(plan.closure)
         state.forget_label(label_id)
         name = state.name_of

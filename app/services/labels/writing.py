@@ -1,8 +1,9 @@
 """Asserting labels, one or in bulk: computed on the cached closure, then written at once.
 
 Each label is applied to the project's closure first (no database lock held), then written
-together with every pair it newly decides (``caused_by`` = the label) in one short write
-transaction (:meth:`app.services.unit.ProjectWork.write`): a crash leaves all of it or none.
+together with the lines of pairs it newly decides (:mod:`app.services.labels.store`) in one
+short write transaction (:meth:`app.services.unit.ProjectWork.write`): a crash leaves all of
+it or none.
 
 With an ``Idempotency-Key``, the outcome of executing the request (its 2xx answer, or the 409
 of a contradiction) is stored with the key in that same transaction, and a retry replays it.
@@ -34,17 +35,11 @@ from app.schemas import (
 )
 from app.services.idempotency import Idempotency
 from app.services.labels.proofs import check_pair, contradiction, proof_chains, proof_refs
-from app.services.labels.rows import (
-    asserted_row,
-    inferred_rows,
-    insert_rows,
-    mark_asserted,
-    release,
-)
+from app.services.labels.store import cause_in_store, causes_in, release, set_causes, write_effects
 from app.services.state import LiveLabel, ProjectState
 from app.services.unit import ProjectWork, Superseded
 from models import AssertedLabel, Project, utcnow
-from reasoning.closure import Closure, ContradictionError, Update
+from reasoning.closure import Closure, ContradictionError, Label, Update
 
 __all__ = ["Outcome", "post_bulk", "post_label"]
 
@@ -96,21 +91,22 @@ def _decided(state: ProjectState, update: Update) -> list[DecidedPair]:
     """The first :data:`MAX_DECIDED_LISTED` pairs ``update`` decided (an answer stays small)."""
     name: dict[Any, str] = state.name_of
     listed = [DecidedPair(a=name[a], b=name[b], label="positive")
-              for a, b in update.positive[:MAX_DECIDED_LISTED]]
+              for a, b in update.pairs(True, MAX_DECIDED_LISTED)]
     return listed + [DecidedPair(a=name[a], b=name[b], label="negative")
-                     for a, b in update.negative[:MAX_DECIDED_LISTED - len(listed)]]
+                     for a, b in update.pairs(False, MAX_DECIDED_LISTED - len(listed))]
 
 
 def _created(state: ProjectState, a: str, b: str, positive: bool, live: LiveLabel,
              update: Update | None) -> dict[str, Any]:
-    total = len(update.positive) + len(update.negative) if update is not None else 0
+    n_positive = update.n_positive if update is not None else 0
+    n_negative = update.n_negative if update is not None else 0
+    total = n_positive + n_negative
     rest = (f"/projects/{state.project_id}/labels?caused_by={live.id}&source=inferred"
             if total > MAX_DECIDED_LISTED else None)
     return LabelCreated(
         id=live.id, a=a, b=b, label=label_value(positive), annotator=live.annotator,
         created_at=live.created_at,
-        newly_decided=NewlyDecided(positive=len(update.positive) if update else 0,
-                                   negative=len(update.negative) if update else 0),
+        newly_decided=NewlyDecided(positive=n_positive, negative=n_negative),
         decided=_decided(state, update) if update is not None else [],
         decided_total=total, decided_rest=rest,
     ).model_dump(mode="json")
@@ -158,12 +154,10 @@ def post_label(work: ProjectWork, body: LabelIn,
                               version=project.version)
         session.add(label)
         session.flush()
-        if plan.was_decided:  # inferred the same way before: now asserted, its cause stays
-            mark_asserted(session, project.id, [(plan.a_id, plan.b_id, label.id)])
-        else:
-            insert_rows(session, [asserted_row(project.id, plan.a_id, plan.b_id, positive,
-                                               label.id)])
-        insert_rows(session, inferred_rows(project.id, plan.update, label.id))
+        # decided before: the label whose effect holds the pair stays its cause
+        label.caused_by = cause_in_store(session, state.closure, project.id, plan.a_id,
+                                         plan.b_id, positive) if plan.was_decided else label.id
+        write_effects(session, project.id, [(label.id, plan.update)], state.closure.concepts)
         release(session, state, [(plan.a_id, plan.b_id)])
         state.remember_label(label)
         live = state.labels[(plan.a_id, plan.b_id)]
@@ -213,18 +207,61 @@ def _resolve_bulk(state: ProjectState, labels: list[LabelIn]) -> list[tuple[int,
     return pairs
 
 
+CANONICAL_MIN = 1000
+"""An import of at least this many labels into a project without labels is applied in the
+canonical order (:meth:`reasoning.closure.Closure.canonical_order`): closed at once, each label
+deciding one row and one column, so a chain of 20,000 concepts takes seconds."""
+
+
+def _canonical(work: ProjectWork, state: ProjectState, labels: list[LabelIn],
+               pairs: list[tuple[int, int]]) -> _BulkPlan | None:
+    """The import applied in the canonical order, or None (a contradiction: replay instead).
+
+    The labels' ids then follow that order (the order :attr:`caused_by` is replayed in).
+    """
+    if state.labels or len(labels) < CANONICAL_MIN:
+        return None
+    items = [Label(a, b, item.positive) for item, (a, b) in zip(labels, pairs, strict=True)]
+    found = Closure.canonical_order(items)
+    if found is None:
+        return None
+    order, n_positive = found
+    limit = work.limits.decided_pairs
+    if len(state.closure) + 2 * n_positive > limit:  # its negative mirror at least as large
+        raise BudgetExceeded("decided_pairs", limit, len(state.closure) + 2 * n_positive,
+                             "the import")
+    try:
+        closure, updates = Closure.replay_effects([items[k] for k in order],
+                                                  state.closure.concepts)
+    except ContradictionError:
+        return None
+    if len(closure) > limit:
+        raise BudgetExceeded("decided_pairs", limit, len(closure), "the import")
+    plan: list[_BulkItem] = []
+    for k, update in zip(order, updates, strict=True):
+        a_id, b_id = pairs[k]
+        plan.append(_BulkItem(k, a_id, b_id, items[k].positive, labels[k].annotator,
+                              update if update.recorded else None,
+                              update.recorded and not update.own_new))
+    return _BulkPlan(closure, plan)
+
+
 def post_bulk(work: ProjectWork, body: BulkLabels,
               idempotency: Idempotency | None = None) -> Outcome:
     """Import many labels in one transaction: all applied, or none and every contradiction.
 
     Labels are applied in the order given, to a copy of the closure; each contradiction (with
     the stored labels or with an earlier label of the import) is listed with its proof, and
-    nothing is stored then.
+    nothing is stored then. A large import into a project without labels is applied in the
+    canonical order instead (:data:`CANONICAL_MIN`).
     """
 
     def compute(work: ProjectWork) -> _BulkPlan | Outcome:
         state = work.state
         pairs = _resolve_bulk(state, body.labels)
+        fast = _canonical(work, state, body.labels, pairs)
+        if fast is not None:
+            return fast
         closure = state.closure.copy()
         pending: dict[tuple[int, int], int] = {}
         items: list[_BulkItem] = []
@@ -256,27 +293,29 @@ def post_bulk(work: ProjectWork, body: BulkLabels,
         return _BulkPlan(closure, items)
 
     def store(work: ProjectWork, project: Project, plan: _BulkPlan) -> Outcome:
-        _store_bulk(work, project, plan)
+        ids = _store_bulk(work, project, plan)
         state = work.state
         new = [item for item in plan.items if item.update is not None]
         name = state.name_of
+        listed = sorted(plan.items, key=lambda i: i.index)
         return 201, BulkLabelsCreated(
             created=len(new), unchanged=len(plan.items) - len(new),
             newly_decided=NewlyDecided(
-                positive=sum(len(i.update.positive) for i in new if i.update),
-                negative=sum(len(i.update.negative) for i in new if i.update)),
-            labels=[LabelRef(id=state.labels[(i.a_id, i.b_id)].id, a=name[i.a_id],
-                             b=name[i.b_id], label=label_value(i.positive))
-                    for i in plan.items],
+                positive=sum(i.update.n_positive for i in new if i.update),
+                negative=sum(i.update.n_negative for i in new if i.update)),
+            labels=[LabelRef(id=ids.get(i.index) or state.labels[(i.a_id, i.b_id)].id,
+                             a=name[i.a_id], b=name[i.b_id], label=label_value(i.positive))
+                    for i in listed],
         ).model_dump(mode="json")
 
     return _execute(work, idempotency, compute, store)
 
 
-def _store_bulk(work: ProjectWork, project: Project, plan: _BulkPlan) -> None:
+def _store_bulk(work: ProjectWork, project: Project, plan: _BulkPlan) -> dict[int, int]:
+    """Store the new labels and their effects; the new label id of each item index."""
     new = [item for item in plan.items if item.update is not None]
     if not new:
-        return
+        return {}
     state, session = work.state, work.session
     project.version += 1
     now = utcnow()
@@ -285,22 +324,23 @@ def _store_bulk(work: ProjectWork, project: Project, plan: _BulkPlan) -> None:
                             version=project.version) for i in new]
     session.add_all(labels)
     session.flush()
-    rows: dict[tuple[int, int], dict[str, Any]] = {}
-    marks: list[tuple[int, int, int]] = []
-    for item, label in zip(new, labels, strict=True):
-        pair = (item.a_id, item.b_id)
-        if not item.was_decided:
-            rows[pair] = asserted_row(project.id, item.a_id, item.b_id, item.positive, label.id)
-        elif pair in rows:  # inferred by an earlier label of this import
-            rows[pair].update(asserted=True, label_id=label.id)
-        else:
-            marks.append((item.a_id, item.b_id, label.id))
-        assert item.update is not None
-        for row in inferred_rows(project.id, item.update, label.id):
-            rows[(row["a_id"], row["b_id"])] = row
-    insert_rows(session, list(rows.values()))
-    mark_asserted(session, project.id, marks)
+    closure = plan.closure
+    effects = [(label.id, item.update) for item, label in zip(new, labels, strict=True)
+               if item.update is not None]
+    write_effects(session, project.id, effects, closure.concepts)
+    # each label's cause: itself, an earlier label of this import, or a stored label
+    own = [(label.id, Label(i.a_id, i.b_id, i.positive))
+           for i, label in zip(new, labels, strict=True)]
+    causes = causes_in(own, [u for _, u in effects], closure, missing_ok=True)
+    for (label_id, lab), item in zip(own, new, strict=True):
+        if label_id not in causes:
+            cause = cause_in_store(session, closure, project.id, item.a_id, item.b_id,
+                                   lab.positive)
+            assert cause is not None, "a decided pair lies in one stored line"
+            causes[label_id] = cause
+    set_causes(session, causes)
     release(session, state, [(i.a_id, i.b_id) for i in new])
-    state.replace_closure(plan.closure)
+    state.replace_closure(closure)
     for label in labels:
         state.remember_label(label)
+    return {item.index: label.id for item, label in zip(new, labels, strict=True)}

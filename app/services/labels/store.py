@@ -1,0 +1,152 @@
+"""The stored closure: what each asserted label newly decided, as bitset lines.
+
+The closure H lives in ``closure_effects`` (:class:`models.ClosureEffect`): per label, the rows
+or columns of pairs it decided when the live labels are replayed in the order they were
+asserted, each a compressed bitset over the concept ordinals (a concept's rank by id in the
+project, which is its index in the project's cached closure). A label writes its lines, in
+proportion to what changed, never one row per pair; ``asserted_labels.caused_by`` records which
+label decided each asserted pair. Only the label writers, the retraction and the corrections
+touch these rows, through these functions.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
+
+from sqlalchemy import Table, and_, bindparam, delete, or_, select
+from sqlalchemy.orm import Session
+
+from app.services.state import ProjectState
+from models import AssertedLabel, ClosureEffect, Reservation
+from reasoning.closure import Closure, Label, Update
+
+__all__ = ["cause_in_store", "causes_in", "decode", "encode", "release", "replay_live",
+           "rewrite", "set_causes", "write_effects"]
+
+_table = cast(Table, ClosureEffect.__table__)
+_labels = cast(Table, AssertedLabel.__table__)
+
+
+def encode(bits: int) -> bytes:
+    """A bitset as stored: little-endian bytes, zlib-compressed (runs and gaps shrink)."""
+    return zlib.compress(bits.to_bytes(max(1, (bits.bit_length() + 7) // 8), "little"), 1)
+
+
+def decode(blob: bytes) -> int:
+    """The bitset of :func:`encode`."""
+    return int.from_bytes(zlib.decompress(blob), "little")
+
+
+def _rows(project_id: int, label_id: int, update: Update,
+          concepts: Sequence[Any]) -> list[dict[str, Any]]:
+    return [{"project_id": project_id, "label_id": label_id, "positive": positive,
+             "by_row": by_row, "line_id": concepts[index], "bits": encode(bits),
+             "count": bits.bit_count()}
+            for positive, lines in ((True, update.lines[0]), (False, update.lines[1]))
+            for by_row, index, bits in lines]
+
+
+def write_effects(session: Session, project_id: int, effects: Iterable[tuple[int, Update]],
+                  concepts: Sequence[Any]) -> None:
+    """Store what each ``(label_id, update)`` decided; ``concepts``: closure index → id."""
+    batch: list[dict[str, Any]] = []
+    for label_id, update in effects:
+        batch += _rows(project_id, label_id, update, concepts)
+        if len(batch) >= 5000:
+            session.execute(_table.insert(), batch)
+            batch = []
+    if batch:
+        session.execute(_table.insert(), batch)
+
+
+def cause_in_store(session: Session, closure: Closure, project_id: int, a_id: int, b_id: int,
+                   positive: bool) -> int | None:
+    """The stored label whose effect holds the decided pair ``(a_id, b_id)``.
+
+    Reads only the lines of row ``a`` and column ``b`` of that relation.
+    """
+    i, j = closure.index(a_id), closure.index(b_id)
+    rows = session.execute(
+        select(ClosureEffect.label_id, ClosureEffect.by_row, ClosureEffect.bits).where(
+            ClosureEffect.project_id == project_id, ClosureEffect.positive.is_(positive),
+            or_(and_(ClosureEffect.by_row.is_(True), ClosureEffect.line_id == a_id),
+                and_(ClosureEffect.by_row.is_(False), ClosureEffect.line_id == b_id))))
+    for label_id, by_row, blob in rows:
+        if decode(blob) >> (j if by_row else i) & 1:
+            return int(label_id)
+    return None
+
+
+def causes_in(labels: Sequence[tuple[int, Label]], updates: Sequence[Update],
+              closure: Closure, *, missing_ok: bool = False) -> dict[int, int]:
+    """Per asserted label id, the label (of ``labels``) whose update decided its pair.
+
+    With ``missing_ok``, a pair that none of ``updates`` decided (it was decided before them)
+    is left out; else every pair must have its cause there.
+    """
+    lines: dict[tuple[bool, bool, int], list[tuple[int, int]]] = {}
+    for (label_id, _), update in zip(labels, updates, strict=True):
+        for positive, side in ((True, update.lines[0]), (False, update.lines[1])):
+            for by_row, index, bits in side:
+                lines.setdefault((positive, by_row, index), []).append((label_id, bits))
+    causes: dict[int, int] = {}
+    for label_id, lab in labels:
+        i, j = closure.index(lab.a), closure.index(lab.b)
+        found = [cause for cause, bits in lines.get((lab.positive, True, i), ()) if bits >> j & 1]
+        found += [cause for cause, bits in lines.get((lab.positive, False, j), ())
+                  if bits >> i & 1]
+        if found or not missing_ok:
+            causes[label_id] = found[0]
+    return causes
+
+
+def set_causes(session: Session, causes: dict[int, int]) -> None:
+    """Record ``asserted_labels.caused_by`` for each label id."""
+    if causes:
+        session.execute(
+            _labels.update().where(_labels.c.id == bindparam("k_id"))
+            .values(caused_by=bindparam("v_cause")),
+            [{"k_id": k, "v_cause": v} for k, v in causes.items()])
+
+
+def rewrite(session: Session, project_id: int, closure: Closure,
+            labels: Sequence[tuple[int, Label]], updates: Sequence[Update],
+            since: int = 0) -> None:
+    """Replace the stored closure with the replay ``updates`` of the live ``labels``.
+
+    After a merge or a deletion (concept ordinals move) every line is written again; after a
+    retraction, only those of the labels from ``since`` (the retracted label's id) on: the
+    replay of the labels before it is what it was. The cost is that of the lines, never of
+    the pairs.
+    """
+    session.execute(delete(ClosureEffect).where(ClosureEffect.project_id == project_id,
+                                                ClosureEffect.label_id >= since))
+    write_effects(session, project_id,
+                  ((label_id, upd) for (label_id, _), upd in zip(labels, updates, strict=True)
+                   if label_id >= since),
+                  closure.concepts)
+    causes = causes_in(labels, updates, closure)
+    set_causes(session, {k: v for k, v in causes.items() if k >= since})
+
+
+def replay_live(state: ProjectState, without: int | None = None
+                ) -> tuple[Closure, list[tuple[int, Label]], list[Update]]:
+    """The closure of the live labels (but ``without``) replayed in assertion order (ids)."""
+    order = sorted(state.labels.items(), key=lambda item: item[1].id)
+    labels = [(live.id, Label(a, b, live.positive)) for (a, b), live in order
+              if live.id != without]
+    closure, updates = Closure.replay_effects([lab for _, lab in labels],
+                                              state.closure.concepts)
+    return closure, labels, updates
+
+
+def release(session: Session, state: ProjectState, pairs: Iterable[tuple[int, int]]) -> None:
+    """End the leases on the labeled pool pairs (a label answers the question)."""
+    row_of = state.pool.row_of
+    pair_ids = [int(state.pool.ids[row]) for row in (row_of.get(p) for p in pairs)
+                if row is not None]
+    if pair_ids:
+        session.execute(delete(Reservation).where(Reservation.project_id == state.project_id,
+                                                  Reservation.pair_id.in_(pair_ids)))
