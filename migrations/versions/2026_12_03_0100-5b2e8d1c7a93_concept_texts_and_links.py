@@ -51,6 +51,7 @@ def downgrade() -> None:
     op.drop_table("concept_links")
     op.drop_index("ix_concept_texts_project_id", table_name="concept_texts")
     op.drop_table("concept_texts")
-    with op.batch_alter_table("projects") as batch:
+    # altered in place: rebuilding "projects" would drop it, and its rows cascade away
+    with op.batch_alter_table("projects", recreate="never") as batch:
         batch.drop_column("corpus_version")
         batch.drop_column("features_computed")

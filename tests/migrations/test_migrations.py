@@ -69,3 +69,35 @@ def test_processes_starting_together_migrate_once_without_error(empty_url: str) 
     outputs = [p.communicate(timeout=120)[0].decode(errors="replace") for p in processes]
     assert [p.returncode for p in processes] == [0, 0, 0], outputs
     assert _tables(empty_url) == TABLES
+
+
+def test_downgrading_one_step_at_a_time_keeps_every_project_row(empty_url: str) -> None:
+    """A step that alters ``projects`` must not rebuild it: on SQLite with foreign keys on,
+    dropping the old table cascades to concepts and labels."""
+    from sqlalchemy import text
+
+    from app.db import alembic_config
+
+    migrate(empty_url)
+    engine = make_engine(empty_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO projects (id, name, created_at, version, "
+                              "retraction_version, prediction_model, features_computed, "
+                              "corpus_version) VALUES (1, 'p', '2026-01-01 00:00:00', 1, 0, "
+                              "'random_forest', false, 0)"))
+            conn.execute(text("INSERT INTO concepts (id, project_id, name) VALUES "
+                              "(1, 1, 'a'), (2, 1, 'b')"))
+        from alembic import command
+        from alembic.script import ScriptDirectory
+
+        config = alembic_config(empty_url)
+        steps = [s.revision for s in ScriptDirectory.from_config(config).walk_revisions()]
+        for revision in steps[1:]:  # from head down to the initial schema
+            command.downgrade(config, revision)
+            with engine.connect() as conn:
+                counts = (conn.scalar(text("SELECT count(*) FROM projects")),
+                          conn.scalar(text("SELECT count(*) FROM concepts")))
+            assert counts == (1, 2), f"rows lost going down to {revision}"
+    finally:
+        engine.dispose()
