@@ -297,9 +297,13 @@ class ProjectState:
             self.values = self._all_values()
 
     def remember_label(self, label: AssertedLabel) -> None:
-        pair = (label.a_id, label.b_id)
-        self.labels[pair] = LiveLabel(label.id, label.positive, label.annotator, label.created_at)
-        self.pair_of_label[label.id] = pair
+        self.remember((label.a_id, label.b_id),
+                      LiveLabel(label.id, label.positive, label.annotator, label.created_at))
+
+    def remember(self, pair: tuple[int, int], live: LiveLabel) -> None:
+        """A live label on ``pair`` (stored in the transaction that calls this)."""
+        self.labels[pair] = live
+        self.pair_of_label[live.id] = pair
         self.label_events += 1
         self.mutations += 1
 

@@ -73,3 +73,54 @@ def test_another_projects_label_does_not_wait_for_a_heavy_computation(
     assert heavy_answer is not None and heavy_answer.status_code in (200, 201)
     # Project B's write went through while A was still computing: A held no write lock.
     assert elapsed < SLOW / 2, f"project B waited {elapsed:.2f} s for project A"
+
+
+def test_writers_of_one_process_take_turns_without_sleeping(tmp_path: Any) -> None:
+    """A writer that finds the write lock taken starts as soon as it is free (SQLite's own
+    busy handler naps up to 100 ms at a time), and past the busy timeout it is told to retry."""
+    from sqlalchemy.orm import Session
+
+    from app.db import make_engine, migrate, write_transaction
+    from app.errors import DatabaseBusy
+    from app.settings import Settings
+
+    url = f"sqlite:///{tmp_path}/writers.db"
+    migrate(url)
+    engine = make_engine(url, Settings(database_url=url, sqlite_busy_timeout_ms=600))
+    held = threading.Event()
+    freed: list[float] = []
+    started: list[float] = []
+
+    def hold(seconds: float) -> None:
+        with Session(engine) as session:
+            with write_transaction(session):
+                held.set()
+                time.sleep(seconds)
+            freed.append(time.perf_counter())
+
+    def write() -> None:
+        with Session(engine) as session, write_transaction(session):
+            started.append(time.perf_counter())
+
+    try:
+        # SQLite's naps (1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100 ms) would wake these
+        # writers 13-88 ms after the lock is free
+        for seconds in (0.06, 0.09, 0.14, 0.19, 0.24):
+            held.clear()
+            holder = threading.Thread(target=hold, args=(seconds,))
+            holder.start()
+            held.wait()
+            write()
+            holder.join()
+        gaps = [start - free for start, free in zip(started, freed, strict=True)]
+        assert max(gaps) < 0.02, gaps
+        holder = threading.Thread(target=hold, args=(1.5,))
+        holder.start()
+        held.wait()
+        asked = time.perf_counter()
+        with pytest.raises(DatabaseBusy):
+            write()
+        assert 0.5 < time.perf_counter() - asked < 1.4
+        holder.join()
+    finally:
+        engine.dispose()

@@ -25,7 +25,6 @@ from reasoning.closure import Closure, Label, Update
 __all__ = ["cause_in_store", "causes_in", "decode", "encode", "release", "replay_live",
            "rewrite", "set_causes", "write_effects"]
 
-_table = cast(Table, ClosureEffect.__table__)
 _labels = cast(Table, AssertedLabel.__table__)
 
 
@@ -40,25 +39,39 @@ def decode(blob: bytes) -> int:
 
 
 def _rows(project_id: int, label_id: int, update: Update,
-          concepts: Sequence[Any]) -> list[dict[str, Any]]:
-    return [{"project_id": project_id, "label_id": label_id, "positive": positive,
-             "by_row": by_row, "line_id": concepts[index], "bits": encode(bits),
-             "count": bits.bit_count()}
+          concepts: Sequence[Any]) -> list[tuple[Any, ...]]:
+    return [(project_id, label_id, positive, by_row, concepts[index], encode(bits),
+             bits.bit_count())
             for positive, lines in ((True, update.lines[0]), (False, update.lines[1]))
             for by_row, index, bits in lines]
+
+
+_COLUMNS = "project_id, label_id, positive, by_row, line_id, bits, count"
+
+
+def _insert(session: Session, rows: list[tuple[Any, ...]]) -> None:
+    """Insert effect rows with the driver's executemany.
+
+    The rows are plain ints, bools and bytes that both drivers take as they are; going around
+    SQLAlchemy's per-parameter processing halves the time an import holds the write lock.
+    """
+    connection = session.connection()
+    mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
+    connection.exec_driver_sql(
+        f"INSERT INTO closure_effects ({_COLUMNS}) VALUES ({', '.join([mark] * 7)})", rows)
 
 
 def write_effects(session: Session, project_id: int, effects: Iterable[tuple[int, Update]],
                   concepts: Sequence[Any]) -> None:
     """Store what each ``(label_id, update)`` decided; ``concepts``: closure index → id."""
-    batch: list[dict[str, Any]] = []
+    batch: list[tuple[Any, ...]] = []
     for label_id, update in effects:
         batch += _rows(project_id, label_id, update, concepts)
         if len(batch) >= 5000:
-            session.execute(_table.insert(), batch)
+            _insert(session, batch)
             batch = []
     if batch:
-        session.execute(_table.insert(), batch)
+        _insert(session, batch)
 
 
 def cause_in_store(session: Session, closure: Closure, project_id: int, a_id: int, b_id: int,
