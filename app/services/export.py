@@ -39,7 +39,7 @@ def neutralise_cell(value: Any) -> Any:
     return value
 
 
-_CHUNK = 2000  # items per chunk of the stream
+_CHUNK = 1 << 16  # characters per chunk of the stream
 
 
 def _decided(session: Session, project_id: int) -> Iterator[dict[str, Any]]:
@@ -48,13 +48,16 @@ def _decided(session: Session, project_id: int) -> Iterator[dict[str, Any]]:
     return iter_labels(session, snap, Filters())
 
 
-def _chunks(lines: Iterator[str]) -> Iterator[bytes]:
+def _chunks(parts: Iterator[str]) -> Iterator[bytes]:
+    """The text as byte chunks of about :data:`_CHUNK` characters (the first comes early)."""
     buffer: list[str] = []
-    for line in lines:
-        buffer.append(line)
-        if len(buffer) >= _CHUNK:
+    size = 0
+    for part in parts:
+        buffer.append(part)
+        size += len(part)
+        if size >= _CHUNK:
             yield "".join(buffer).encode("utf-8")
-            buffer = []
+            buffer, size = [], 0
     if buffer:
         yield "".join(buffer).encode("utf-8")
 
@@ -67,7 +70,7 @@ def _csv(items: Iterator[dict[str, Any]]) -> Iterator[str]:
     for item in items:
         writer.writerow({k: "" if item.get(k) is None else neutralise_cell(item[k])
                          for k in CSV_COLUMNS})
-        if buffer.tell() > 1 << 16:
+        if buffer.tell() >= _CHUNK:
             yield buffer.getvalue()
             buffer.seek(0)
             buffer.truncate()
