@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = [
     "Cause",
@@ -245,6 +246,7 @@ class Closure:
         self._graph = nx.DiGraph()
         self.n_positive = 0
         self.n_negative = 0
+        self._forget_rows()
         for concept in concepts:
             self.add_concept(concept)
 
@@ -325,12 +327,8 @@ class Closure:
             out[negative[ia, ib]] = 0
             out[positive[ia, ib]] = 1
             return out
-        down, nrow = self._down, self._nrow
-        for k, (i, j) in enumerate(zip(ia.tolist(), ib.tolist(), strict=True)):
-            if down[i] >> j & 1:
-                out[k] = 1
-            elif nrow[i] >> j & 1:
-                out[k] = 0
+        out[np.asarray(self.relation(False)[ia, ib]).ravel() > 0] = 0
+        out[np.asarray(self.relation(True)[ia, ib]).ravel() > 0] = 1
         return out
 
     def positive_pairs(self) -> Iterator[tuple[Concept, Concept]]:
@@ -363,6 +361,51 @@ class Closure:
     def reach(self) -> tuple[list[int], list[int], list[int], list[int]]:
         """The bitset rows ``(down, up, nrow, ncol)`` (read-only views for the gain code)."""
         return self._down, self._up, self._nrow, self._ncol
+
+    # ------------------------------------------------------------------ as sparse matrices
+    def _forget_rows(self) -> None:
+        """Drop the cached row arrays (the relations were replaced wholesale)."""
+        self._row_arrays: dict[bool, list[np.ndarray] | None] = {True: None, False: None}
+        self._dirty = {True: 0, False: 0}
+        self._matrices: dict[bool, sp.csr_matrix | None] = {True: None, False: None}
+
+    def _touched(self, positive: bool, lines: Iterable[Line]) -> None:
+        """Rows of a relation that ``lines`` changed (a column line changes its bits' rows)."""
+        dirty = 0
+        for by_row, index, bits in lines:
+            dirty |= 1 << index if by_row else bits
+        if dirty:
+            self._dirty[positive] |= dirty
+            self._matrices[positive] = None
+
+    def relation(self, positive: bool) -> sp.csr_matrix:
+        """The positive (or negative) relation as a 0/1 ``n × n`` CSR matrix.
+
+        Kept row by row: each row's indices are cached and only the rows a label changed are
+        read again, so asking after every label costs the rows that changed plus one
+        concatenation, not a walk over every row (1 s at 100,000 concepts). Do not mutate.
+        """
+        cached = self._matrices[positive]
+        if cached is not None and cached.shape[0] == self.n:
+            return cached
+        table = self._down if positive else self._nrow
+        arrays = self._row_arrays[positive]
+        if arrays is None:
+            arrays = [np.array(_bits(row), dtype=np.int32) for row in table]
+        else:
+            empty = np.zeros(0, dtype=np.int32)
+            arrays.extend(empty for _ in range(self.n - len(arrays)))
+            for x in _bits(self._dirty[positive]):
+                arrays[x] = np.array(_bits(table[x]), dtype=np.int32)
+        self._row_arrays[positive], self._dirty[positive] = arrays, 0
+        lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=self.n)
+        indptr = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        indices = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int32)
+        matrix = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(self.n, self.n))
+        matrix.has_sorted_indices = True
+        self._matrices[positive] = matrix
+        return matrix
 
     def query_bounds(self) -> tuple[int, int]:
         """Theorem 2's bounds on the queries that label the positive relation.
@@ -512,6 +555,7 @@ class Closure:
         """Make ``rows × cols`` negative; return the lines of pairs not negative yet."""
         new = self._fill(self._nrow, self._ncol, rows, cols)
         self.n_negative += sum(bits.bit_count() for _, _, bits in new)
+        self._touched(False, new)
         return new
 
     def _add_negative(self, i: int, j: int) -> tuple[Line, ...]:
@@ -524,6 +568,7 @@ class Closure:
         neg_col = self._ncol[j] | 1 << j  # NC*(b)
         pos = self._fill(self._down, self._up, anc, desc)
         self.n_positive += sum(bits.bit_count() for _, _, bits in pos)
+        self._touched(True, pos)
         return tuple(pos), _merged(self._negate(desc, neg_row) + self._negate(neg_col, anc))
 
     # ------------------------------------------------------------------ whole sets
@@ -599,6 +644,7 @@ class Closure:
         if any(nrow[x] & down[x] for x in range(self.n)):
             return False
         self._nrow, self._ncol = nrow, ncol
+        self._forget_rows()
         self._asserted = asserted
         names = self._names
         self._graph.add_edges_from((names[i], names[j]) for (i, j), v in asserted.items() if v)
@@ -706,6 +752,7 @@ class Closure:
                 return None
             heads |= 1 << j
         self._down, self._up, self._nrow, self._ncol = down, up, list(up), list(down)
+        self._forget_rows()
         self._asserted_neg = scratch._asserted_neg
         self._graph, self._asserted = scratch._graph, {}
         self.n_positive = self.n_negative = scratch.n_positive
@@ -799,6 +846,10 @@ class Closure:
         other._asserted = dict(self._asserted)
         other._graph = self._graph.copy()
         other.n_positive, other.n_negative = self.n_positive, self.n_negative
+        other._row_arrays = {k: None if v is None else list(v)
+                             for k, v in self._row_arrays.items()}
+        other._dirty = dict(self._dirty)
+        other._matrices = dict(self._matrices)
         return other
 
     def __len__(self) -> int:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from reasoning.closure import Closure, _bits
+from reasoning.closure import Closure
 
 __all__ = ["DENSE_DENSITY", "candidate_gains"]
 
@@ -35,16 +35,9 @@ _SMALL_N = 1000
 _CHUNK = 2048  # candidates per block of the candidate-entry sums (bounds the temporary memory)
 
 
-def _csr(rows: list[int], n: int) -> sp.csr_matrix:
-    """Bitset rows as a 0/1 sparse matrix with the identity added (``I + relation``)."""
-    indptr = [0]
-    indices: list[int] = []
-    for x, row in enumerate(rows):
-        indices.extend(sorted(_bits(row | 1 << x)))
-        indptr.append(len(indices))
-    data = np.ones(len(indices))
-    return sp.csr_matrix((data, np.array(indices, dtype=np.int64), np.array(indptr)),
-                         shape=(n, n))
+def _reflexive(closure: Closure, positive: bool) -> sp.csr_matrix:
+    """A relation of the closure with the identity added (``I + relation``), as CSR."""
+    return (closure.relation(positive) + sp.identity(closure.n, format="csr")).tocsr()
 
 
 def _entries(matrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -53,8 +46,7 @@ def _entries(matrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
 
 def _sparse_gains(closure, a, b, pool, wp, wn):
     n = closure.n
-    down, _, nrow, _ = closure.reach()
-    r, ni = _csr(down, n), _csr(nrow, n)
+    r, ni = _reflexive(closure, True), _reflexive(closure, False)
     rt, nit = r.T.tocsr(), ni.T.tocsr()
     w_pos = sp.csr_matrix((wp, (pool[:, 0], pool[:, 1])), shape=(n, n))
     w_neg = sp.csr_matrix((wn, (pool[:, 0], pool[:, 1])), shape=(n, n))

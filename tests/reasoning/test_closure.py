@@ -326,3 +326,46 @@ def test_a_long_chain_closes_in_its_rows_not_its_pairs():
     last = updates[-1]  # (0, 1), applied last, decides 0 ≺ everything
     assert last.label == Label(0, 1, True) and last.n_positive == n - 2
     assert closure.status(0, n - 1).value is True and closure.status(n - 1, 0).value is False
+
+
+@settings(max_examples=80, deadline=None)
+@given(orders_and_labels(), st.randoms(use_true_random=False))
+def test_sparse_relations_follow_every_label_row_by_row(case, rng):
+    n, labels = case
+    closure = Closure(range(n))
+    for a, b, value in labels:
+        closure.add_label(a, b, value)
+        if rng.random() < 0.5:  # read between labels: the cached rows must follow
+            positive, negative = closure.matrices()
+            assert (closure.relation(True).toarray() > 0).tolist() == positive.tolist()
+            assert (closure.relation(False).toarray() > 0).tolist() == negative.tolist()
+    closure.add_concept("late")
+    copy = closure.copy()
+    positive, negative = copy.matrices()
+    assert (copy.relation(True).toarray() > 0).tolist() == positive.tolist()
+    assert (closure.relation(False).toarray() > 0).tolist() == negative.tolist()
+    pairs = [(a, b) for a in range(n) for b in range(n) if a != b]
+    if pairs:
+        ia, ib = np.array(pairs).T
+        expected = [-1 if closure.status(a, b).value is None else int(closure.status(a, b).value)
+                    for a, b in pairs]
+        assert closure.values(ia, ib).tolist() == expected
+
+
+def test_values_of_a_large_closure_read_the_sparse_rows():
+    n = 2500  # past the dense way's 2,048 concepts
+    closure = Closure(range(n))
+    rng = random.Random(3)
+    for k in range(0, n - 1, 7):
+        closure.add_label(k, k + 1, True)
+    for _ in range(40):
+        a, b = rng.sample(range(n), 2)
+        if closure.status(a, b).value is None:
+            closure.add_label(a, b, False)
+    pairs = [tuple(rng.sample(range(n), 2)) for _ in range(3000)]
+    pairs += [(k, k + 1) for k in range(0, 700, 7)] + [(k + 1, k) for k in range(0, 700, 7)]
+    ia, ib = np.array(pairs).T
+    expected = [-1 if closure.status(a, b).value is None else int(closure.status(a, b).value)
+                for a, b in pairs]
+    assert closure.values(ia, ib).tolist() == expected
+    assert {0, 1} <= set(expected)
