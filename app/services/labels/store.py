@@ -22,7 +22,8 @@ from app.services.state import ProjectState
 from models import AssertedLabel, ClosureEffect, Reservation
 from reasoning.closure import Closure, Label, Update
 
-__all__ = ["cause_in_store", "causes_in", "decode", "encode", "release", "replay_live",
+__all__ = ["cause_in_store", "causes_in", "decode", "encode", "insert_labels", "release",
+           "replay_live",
            "rewrite", "set_causes", "write_effects"]
 
 _labels = cast(Table, AssertedLabel.__table__)
@@ -59,6 +60,38 @@ def _insert(session: Session, rows: list[tuple[Any, ...]]) -> None:
     mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
     connection.exec_driver_sql(
         f"INSERT INTO closure_effects ({_COLUMNS}) VALUES ({', '.join([mark] * 7)})", rows)
+
+
+_LABEL_COLUMNS = ("project_id", "a_id", "b_id", "positive", "annotator", "created_at",
+                  "version")
+
+
+def insert_labels(session: Session, rows: Sequence[tuple[Any, ...]]) -> list[int]:
+    """Insert asserted labels ``(project_id, a_id, b_id, positive, annotator, created_at,
+    version)`` of one new version with the driver's executemany; their ids, in order.
+
+    The ORM spends ~0.1 ms per object and SQLAlchemy's executemany about as much on its
+    per-parameter processing, which a large import would spend holding the write lock; the
+    timestamps go through the column type's own processing, once.
+    """
+    if not rows:
+        return []
+    connection = session.connection()
+    dialect = connection.dialect
+    stamp = _labels.c.created_at.type._cached_bind_processor(dialect)  # naive UTC, as stored
+    created = {row[5] for row in rows}
+    stored = {value: stamp(value) if stamp else value for value in created}
+    mark = "?" if dialect.paramstyle == "qmark" else "%s"
+    connection.exec_driver_sql(
+        f"INSERT INTO asserted_labels ({', '.join(_LABEL_COLUMNS)}) "
+        f"VALUES ({', '.join([mark] * len(_LABEL_COLUMNS))})",
+        [(*row[:5], stored[row[5]], row[6]) for row in rows])
+    project_id, version = rows[0][0], rows[0][6]
+    ids = list(session.scalars(select(AssertedLabel.id).where(
+        AssertedLabel.project_id == project_id, AssertedLabel.version == version)
+        .order_by(AssertedLabel.id)))
+    assert len(ids) == len(rows), "one version's labels are inserted at once"
+    return ids
 
 
 def write_effects(session: Session, project_id: int, effects: Iterable[tuple[int, Update]],
