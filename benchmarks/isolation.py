@@ -6,8 +6,8 @@ Meanwhile project A does heavy work, in one of two scenarios:
 * ``next``: two clients call ``GET next?k=100`` on A, a generated order of ``--concepts``
   concepts (5,000) with a ``--pool`` pool (20,000), in a loop;
 * ``chain``: one client imports chains of ``--chain`` concepts (900), one after another, each
-  into a new project with ``POST labels/bulk`` (about ``chain²`` decided pairs each), for as
-  long as B posts its labels.
+  into its own project (registered with its concepts beforehand) with ``POST labels/bulk``
+  (about ``chain²`` decided pairs each), for as long as B posts its labels.
 
 Each scenario prints B's label p50/p99 while A works, against B alone before it (the baseline
 in the same server and process), and writes ``isolation.csv`` and ``summary.md``.
@@ -123,18 +123,24 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             done = threading.Event()
             imports: list[float] = []
 
+            # projects with their concepts ready, so that A's work is the imports alone
+            ready = []
+            for _ in range(args.chains):
+                c = client.post("/projects", json={"name": "chain"}).json()["id"]
+                client.post(f"/projects/{c}/concepts", json={
+                    "concepts": [{"name": x} for x in names]}).raise_for_status()
+                ready.append(c)
+            body = {"labels": [{"a": x, "b": y, "label": "positive"}
+                               for x, y in zip(names, names[1:], strict=False)]}
+
             def import_chains() -> None:
-                # one chain after another, each into a new project, until B has its labels
+                # one chain after another, each into its own project, until B has its labels
                 with httpx.Client(base_url=server.base_url, timeout=1200) as other:
-                    while not done.is_set():
-                        c = other.post("/projects", json={"name": "chain"}).json()["id"]
-                        other.post(f"/projects/{c}/concepts", json={
-                            "concepts": [{"name": x} for x in names]}).raise_for_status()
+                    for c in ready:
+                        if done.is_set():
+                            break
                         started = time.perf_counter()
-                        other.post(f"/projects/{c}/labels/bulk", json={"labels": [
-                            {"a": x, "b": y, "label": "positive"}
-                            for x, y in zip(names, names[1:], strict=False)]}
-                        ).raise_for_status()
+                        other.post(f"/projects/{c}/labels/bulk", json=body).raise_for_status()
                         imports.append(time.perf_counter() - started)
 
             thread = threading.Thread(target=import_chains)
@@ -159,6 +165,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concepts", type=int, default=5000)
     parser.add_argument("--pool", type=int, default=20000)
     parser.add_argument("--chain", type=int, default=900)
+    parser.add_argument("--chains", type=int, default=80,
+                        help="projects ready for the chain imports (A stops when they run out)")
     parser.add_argument("--labels", type=int, default=150, help="B's labels per measurement")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
