@@ -191,18 +191,26 @@ class ProjectState:
         """The closure of the live asserted labels (grows in place as labels arrive)."""
         return self._closure
 
-    def _set_closure(self, closure: Closure) -> None:
+    def _set_closure(self, closure: Closure, values: np.ndarray | None = None) -> None:
         # A replaced closure (rebuild, retraction, bulk import) is another training set.
         self._closure = closure
         self.generation += 1
         self.mutations += 1
         self._index: np.ndarray | None = None
         self._groups: dict[int, Any] = {}
-        self.values = self._all_values()
+        self.values = self._all_values() if values is None else _frozen(values)
 
-    def replace_closure(self, closure: Closure) -> None:
-        """Use ``closure`` from now on (a bulk import, a retraction)."""
-        self._set_closure(closure)
+    def replace_closure(self, closure: Closure, values: np.ndarray | None = None) -> None:
+        """Use ``closure`` from now on (a bulk import, a retraction), with the pool's
+        ``values`` under it when they were computed already (:meth:`values_under`)."""
+        self._set_closure(closure, values)
+
+    def values_under(self, closure: Closure) -> np.ndarray:
+        """The pool's values under ``closure`` (same concepts), computed before a write."""
+        if not len(self.pool):
+            return np.zeros(0, dtype=np.int8)
+        index = self.pool_index()
+        return closure.values(index[:, 0], index[:, 1])
 
     def add_label(self, a_id: int, b_id: int, positive: bool) -> Update:
         """Apply one label to the closure and the pool values; raises ContradictionError."""

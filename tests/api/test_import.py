@@ -188,7 +188,7 @@ def test_a_failure_part_way_through_the_writes_stores_nothing_of_the_file(
     def disk_full(*args: Any) -> None:  # the labels, written after concepts and pool
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(writing, "write_effects", disk_full)
+    monkeypatch.setattr(writing, "write_encoded", disk_full)
     failed = client.post(f"/projects/{pid}/import", content=body, headers=JSONL)
     assert failed.status_code == 500
     monkeypatch.undo()

@@ -22,7 +22,8 @@ from app.services.state import ProjectState
 from models import AssertedLabel, ClosureEffect, Reservation
 from reasoning.closure import Closure, Label, Update
 
-__all__ = ["cause_in_store", "causes_in", "decode", "encode", "insert_labels", "release",
+__all__ = ["Encoded", "cause_in_store", "causes_in", "decode", "encode", "encode_update",
+           "insert_labels", "release", "write_encoded",
            "replay_live",
            "rewrite", "set_causes", "write_effects"]
 
@@ -39,12 +40,33 @@ def decode(blob: bytes) -> int:
     return int.from_bytes(zlib.decompress(blob), "little")
 
 
-def _rows(project_id: int, label_id: int, update: Update,
-          concepts: Sequence[Any]) -> list[tuple[Any, ...]]:
-    return [(project_id, label_id, positive, by_row, concepts[index], encode(bits),
-             bits.bit_count())
+Encoded = tuple[bool, bool, Any, bytes, int]
+"""One stored line of an update: ``(positive, by_row, line concept id, bits, count)``."""
+
+
+def encode_update(update: Update, concepts: Sequence[Any]) -> list[Encoded]:
+    """The lines of ``update`` as stored (compressed; done before the write transaction)."""
+    return [(positive, by_row, concepts[index], encode(bits), bits.bit_count())
             for positive, lines in ((True, update.lines[0]), (False, update.lines[1]))
             for by_row, index, bits in lines]
+
+
+def _rows(project_id: int, label_id: int, update: Update,
+          concepts: Sequence[Any]) -> list[tuple[Any, ...]]:
+    return [(project_id, label_id, *line) for line in encode_update(update, concepts)]
+
+
+def write_encoded(session: Session, project_id: int,
+                  effects: Iterable[tuple[int, list[Encoded]]]) -> None:
+    """Store lines encoded already (:func:`encode_update`), per label id."""
+    batch: list[tuple[Any, ...]] = []
+    for label_id, lines in effects:
+        batch += [(project_id, label_id, *line) for line in lines]
+        if len(batch) >= 5000:
+            _insert(session, batch)
+            batch = []
+    if batch:
+        _insert(session, batch)
 
 
 _COLUMNS = "project_id, label_id, positive, by_row, line_id, bits, count"

@@ -38,12 +38,15 @@ from app.schemas import (
 from app.services.idempotency import Idempotency
 from app.services.labels.proofs import check_pair, contradiction, proof_chains, proof_refs
 from app.services.labels.store import (
+    Encoded,
     cause_in_store,
     causes_in,
+    encode_update,
     insert_labels,
     release,
     set_causes,
     write_effects,
+    write_encoded,
 )
 from app.services.state import LiveLabel, ProjectState
 from app.services.unit import ProjectWork, Superseded
@@ -191,6 +194,31 @@ class _BulkItem:
 class _BulkPlan:
     closure: Closure
     items: list[_BulkItem]
+    prepared: _Prepared | None = None
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """What the write of a bulk plan needs, computed before the write lock is taken.
+
+    Per new label (in the order stored): its encoded lines; the position of the new label
+    whose lines decided its pair (absent: a stored label did); the pool's values after.
+    """
+
+    lines: list[list[Encoded]]
+    causes: dict[int, int]
+    values: Any
+
+
+def _prepared(state: ProjectState, plan: _BulkPlan) -> _BulkPlan:
+    new = [item for item in plan.items if item.update is not None]
+    updates = [item.update for item in new if item.update is not None]
+    concepts = plan.closure.concepts
+    causes = causes_in([(k, Label(i.a_id, i.b_id, i.positive)) for k, i in enumerate(new)],
+                       updates, plan.closure, missing_ok=True)
+    return _BulkPlan(plan.closure, plan.items, _Prepared(
+        [encode_update(u, concepts) for u in updates], causes,
+        state.values_under(plan.closure)))
 
 
 def _resolve_bulk(state: ProjectState, labels: list[LabelIn]) -> list[tuple[int, int]]:
@@ -273,7 +301,7 @@ def post_bulk(work: ProjectWork, body: BulkLabels,
         pairs = _resolve_bulk(state, body.labels)
         fast = _canonical(work, state, body.labels, pairs)
         if fast is not None:
-            return fast
+            return _prepared(state, fast)
         closure = state.closure.copy()
         pending: dict[tuple[int, int], int] = {}
         items: list[_BulkItem] = []
@@ -302,7 +330,7 @@ def post_bulk(work: ProjectWork, body: BulkLabels,
             return _refusal(idempotency, BulkContradiction(
                 f"{len(contradictions)} label(s) contradict the others; nothing was stored",
                 contradictions=contradictions))
-        return _BulkPlan(closure, items)
+        return _prepared(state, _BulkPlan(closure, items))
 
     def store(work: ProjectWork, project: Project, plan: _BulkPlan) -> Outcome:
         ids = _store_bulk(work, project, plan)
@@ -333,18 +361,15 @@ def _store_bulk(work: ProjectWork, project: Project, plan: _BulkPlan) -> dict[in
     now = utcnow()
     ids = insert_labels(session, [(project.id, i.a_id, i.b_id, i.positive, i.annotator, now,
                                    project.version) for i in new])
-    closure = plan.closure
-    effects = [(label_id, item.update) for item, label_id in zip(new, ids, strict=True)
-               if item.update is not None]
-    write_effects(session, project.id, effects, closure.concepts)
+    closure, prepared = plan.closure, plan.prepared
+    assert prepared is not None
+    write_encoded(session, project.id, zip(ids, prepared.lines, strict=True))
     # each label's cause: itself, an earlier label of this import, or a stored label
-    own = [(label_id, Label(i.a_id, i.b_id, i.positive))
-           for i, label_id in zip(new, ids, strict=True)]
-    causes = causes_in(own, [u for _, u in effects], closure, missing_ok=True)
-    for (label_id, lab), item in zip(own, new, strict=True):
+    causes = {ids[k]: ids[cause] for k, cause in prepared.causes.items()}
+    for label_id, item in zip(ids, new, strict=True):
         if label_id not in causes:
             cause = cause_in_store(session, closure, project.id, item.a_id, item.b_id,
-                                   lab.positive)
+                                   item.positive)
             assert cause is not None, "a decided pair lies in one stored line"
             causes[label_id] = cause
     session.execute(update(AssertedLabel).where(  # most labels decided their own pair
@@ -352,7 +377,7 @@ def _store_bulk(work: ProjectWork, project: Project, plan: _BulkPlan) -> dict[in
         .values(caused_by=AssertedLabel.id).execution_options(synchronize_session=False))
     set_causes(session, {k: v for k, v in causes.items() if k != v})
     release(session, state, [(i.a_id, i.b_id) for i in new])
-    state.replace_closure(closure)
+    state.replace_closure(closure, prepared.values)
     for item, label_id in zip(new, ids, strict=True):
         state.remember((item.a_id, item.b_id),
                        LiveLabel(label_id, item.positive, item.annotator, now))
