@@ -34,7 +34,7 @@ from app.services.corpus import (
     read_corpus,
     rebuild_state,
 )
-from app.services.labels.store import replay_live, rewrite
+from app.services.labels.store import Rewrite, prepare_rewrite, rewrite
 from app.services.state import ProjectState, encode_features
 from app.services.unit import ProjectWork
 from models import (
@@ -99,7 +99,7 @@ def rename_concept(work: ProjectWork, name: str, new_name: str) -> Concept:
 def delete_concept(work: ProjectWork, name: str) -> ConceptDeleted:
     """Delete a concept with its pool pairs, text and links; refused while labels use it."""
 
-    def compute(work: ProjectWork) -> tuple[int, int, CorpusPlan]:
+    def compute(work: ProjectWork) -> tuple[int, int, CorpusPlan, Rewrite | None]:
         state = work.state
         (concept_id,) = resolve(state, [name])
         labels = _labels_using(state, concept_ids={concept_id})
@@ -109,17 +109,25 @@ def delete_concept(work: ProjectWork, name: str) -> ConceptDeleted:
         corpus = read_corpus(work.session, state)
         change = CorpusChange(texts={concept_id: None}, links_removed={
             link for link in corpus.links if concept_id in link})
-        return concept_id, pool_pairs, plan_change(work, change)
+        stored = None
+        if state.labels:  # the ordinals after the deleted concept move down by one
+            live = sorted(state.labels.items(), key=lambda item: item[1].id)
+            replayed = [(label.id, Label(a, b, label.positive)) for (a, b), label in live]
+            closure, updates = Closure.replay_effects(
+                [lab for _, lab in replayed], [c for c in state.closure.concepts
+                                               if c != concept_id])
+            stored = prepare_rewrite(closure, replayed, updates)
+        return concept_id, pool_pairs, plan_change(work, change), stored
 
     def store(work: ProjectWork, project: Project,
-              plan: tuple[int, int, CorpusPlan]) -> ConceptDeleted:
-        concept_id, pool_pairs, corpus_plan = plan
+              plan: tuple[int, int, CorpusPlan, Rewrite | None]) -> ConceptDeleted:
+        concept_id, pool_pairs, corpus_plan, stored = plan
         apply_change(work, project, corpus_plan, rebuild=False)
         work.session.execute(delete(Concept).where(Concept.id == concept_id,
                                                    Concept.project_id == project.id))
         rebuild_state(work, project)
-        if work.state.labels:  # the ordinals after the deleted concept moved down by one
-            rewrite(work.session, project.id, *replay_live(work.state))
+        if stored is not None:
+            rewrite(work.session, project.id, stored)
         return ConceptDeleted(name=name, pool_pairs=pool_pairs)
 
     return work.write(compute, store)
@@ -153,8 +161,7 @@ class _Merge:
     merge: int
     moved_labels: list[tuple[int, int, int]]  # (label id, new a, new b)
     dropped_labels: list[int]
-    labels: list[tuple[int, Label]]  # the live labels after the merge, in assertion order
-    replay: tuple[Closure, list[Update]]
+    stored: Rewrite  # the stored closure of the live labels after the merge
     moved_pairs: list[tuple[int, int, int]]  # (pool pair id, new a, new b)
     dropped_pairs: list[int]
     links: set[tuple[int, int]]  # the links after the merge
@@ -258,7 +265,8 @@ def merge_concepts(work: ProjectWork, keep: str, merge: str) -> ConceptsMerged:
             raise InvalidItems([{"keep": keep, "merge": merge,
                                  "reason": "a concept cannot be merged into itself"}], "names")
         labels, moves, dropped = _relabel(state, keep_id, merge_id, keep, merge)
-        replay = _closed(state, labels, keep_id, merge_id, keep, merge)
+        merged, updates = _closed(state, labels, keep_id, merge_id, keep, merge)
+        stored = prepare_rewrite(merged, labels, updates)
         moved_pairs, dropped_pairs, pool = _merged_pool(state, keep_id, merge_id)
         corpus = read_corpus(work.session, state)
         links = {(keep_id if u == merge_id else u, keep_id if v == merge_id else v)
@@ -275,7 +283,7 @@ def merge_concepts(work: ProjectWork, keep: str, merge: str) -> ConceptsMerged:
             vectors = after.features(after.statistics(),
                                      np.array([(a, b) for _, a, b in pool], dtype=np.int64))
             features = {pair_id: vectors[i] for i, (pair_id, _, _) in enumerate(pool)}
-        return _Merge(keep_id, merge_id, moves, dropped, labels, replay, moved_pairs, dropped_pairs,
+        return _Merge(keep_id, merge_id, moves, dropped, stored, moved_pairs, dropped_pairs,
                       links, text, features)
 
     def store(work: ProjectWork, project: Project, plan: _Merge) -> ConceptsMerged:
@@ -302,7 +310,7 @@ def merge_concepts(work: ProjectWork, keep: str, merge: str) -> ConceptsMerged:
                 {"id": pair_id, "features": encode_features(vector)}
                 for pair_id, vector in plan.features.items()])
         rebuild_state(work, project)  # the version after it is the dropped labels' retraction
-        rewrite(session, pid, plan.replay[0], plan.labels, plan.replay[1])
+        rewrite(session, pid, plan.stored)
         return ConceptsMerged(keep=keep, merged=merge, labels_moved=len(plan.moved_labels),
                               labels_dropped=len(plan.dropped_labels),
                               pool_pairs_moved=len(plan.moved_pairs),

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from app.errors import LabelNotFound
 from app.schemas import LabelRetracted, label_value
-from app.services.labels.store import replay_live, rewrite
+from app.services.labels.store import Rewrite, prepare_rewrite, replay_live, rewrite
 from app.services.state import ProjectState
 from app.services.unit import ProjectWork
 from models import AssertedLabel, Project, utcnow
-from reasoning.closure import Closure, Label, Update
+from reasoning.closure import Closure
 
 __all__ = ["retract_label"]
 
@@ -21,8 +22,8 @@ class _Plan:
     pair: tuple[int, int]
     positive: bool
     closure: Closure
-    labels: list[tuple[int, Label]]
-    updates: list[Update]
+    stored: Rewrite
+    values: Any
 
 
 def _plan(state: ProjectState, label_id: int) -> _Plan:
@@ -31,7 +32,9 @@ def _plan(state: ProjectState, label_id: int) -> _Plan:
         raise LabelNotFound(label_id)
     # The live labels in the order they were asserted (ids): causes follow that order.
     closure, labels, updates = replay_live(state, without=label_id)
-    return _Plan(label_id, pair, state.labels[pair].positive, closure, labels, updates)
+    return _Plan(label_id, pair, state.labels[pair].positive, closure,
+                 prepare_rewrite(closure, labels, updates, since=label_id),
+                 state.values_under(closure))
 
 
 def retract_label(work: ProjectWork, label_id: int) -> LabelRetracted:
@@ -51,8 +54,8 @@ def retract_label(work: ProjectWork, label_id: int) -> LabelRetracted:
         label.retracted_at = utcnow()
         label.retracted_version = project.version
         label.caused_by = None
-        rewrite(session, project.id, plan.closure, plan.labels, plan.updates, since=label_id)
-        state.replace_closure(plan.closure)
+        rewrite(session, project.id, plan.stored)
+        state.replace_closure(plan.closure, plan.values)
         state.forget_label(label_id)
         name = state.name_of
         return LabelRetracted(id=label_id, a=name[plan.pair[0]], b=name[plan.pair[1]],

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import Table, and_, bindparam, delete, or_, select
@@ -23,9 +24,8 @@ from models import AssertedLabel, ClosureEffect, Reservation
 from reasoning.closure import Closure, Label, Update
 
 __all__ = ["Encoded", "cause_in_store", "causes_in", "decode", "encode", "encode_update",
-           "insert_labels", "release", "write_encoded",
-           "replay_live",
-           "rewrite", "set_causes", "write_effects"]
+           "insert_labels", "prepare_rewrite", "release", "replay_live", "rewrite",
+           "Rewrite", "set_causes", "write_effects", "write_encoded"]
 
 _labels = cast(Table, AssertedLabel.__table__)
 
@@ -179,24 +179,41 @@ def set_causes(session: Session, causes: dict[int, int]) -> None:
             [{"k_id": k, "v_cause": v} for k, v in causes.items()])
 
 
-def rewrite(session: Session, project_id: int, closure: Closure,
-            labels: Sequence[tuple[int, Label]], updates: Sequence[Update],
-            since: int = 0) -> None:
-    """Replace the stored closure with the replay ``updates`` of the live ``labels``.
+@dataclass(frozen=True)
+class Rewrite:
+    """The stored closure of a replay, encoded before the write transaction.
+
+    ``lines`` per label id (those from ``since`` on), ``causes`` per label id.
+    """
+
+    lines: list[tuple[int, list[Encoded]]]
+    causes: dict[int, int]
+    since: int = 0
+
+
+def prepare_rewrite(closure: Closure, labels: Sequence[tuple[int, Label]],
+                    updates: Sequence[Update], since: int = 0) -> Rewrite:
+    """Encode the replay ``updates`` of the live ``labels`` (see :func:`rewrite`)."""
+    concepts = closure.concepts
+    causes = causes_in(labels, updates, closure)
+    return Rewrite([(label_id, encode_update(upd, concepts))
+                    for (label_id, _), upd in zip(labels, updates, strict=True)
+                    if label_id >= since],
+                   {k: v for k, v in causes.items() if k >= since}, since)
+
+
+def rewrite(session: Session, project_id: int, prepared: Rewrite) -> None:
+    """Replace the stored closure with a prepared replay of the live labels.
 
     After a merge or a deletion (concept ordinals move) every line is written again; after a
     retraction, only those of the labels from ``since`` (the retracted label's id) on: the
     replay of the labels before it is what it was. The cost is that of the lines, never of
-    the pairs.
+    the pairs, and the encoding is done before the write transaction.
     """
     session.execute(delete(ClosureEffect).where(ClosureEffect.project_id == project_id,
-                                                ClosureEffect.label_id >= since))
-    write_effects(session, project_id,
-                  ((label_id, upd) for (label_id, _), upd in zip(labels, updates, strict=True)
-                   if label_id >= since),
-                  closure.concepts)
-    causes = causes_in(labels, updates, closure)
-    set_causes(session, {k: v for k, v in causes.items() if k >= since})
+                                                ClosureEffect.label_id >= prepared.since))
+    write_encoded(session, project_id, prepared.lines)
+    set_causes(session, prepared.causes)
 
 
 def replay_live(state: ProjectState, without: int | None = None
