@@ -222,3 +222,23 @@ def test_a_chain_file_is_checked_and_imported_at_once_and_a_bad_line_still_named
     assert summary.json()["labels_created"] == n - 1
     assert client.get(f"/projects/{pid}/labels", params={"limit": 1}).json()["total"] \
         == n * (n - 1)
+
+
+def test_deleting_and_merging_concepts_keep_the_stored_lines_on_the_right_concepts(
+        client: TestClient) -> None:
+    names = ["zero", "a", "b", "c", "d", "e", "f"]
+    pid = new_project(client, names)
+    posted = []
+    for a, b, value in (("a", "b", "positive"), ("b", "c", "positive"), ("d", "e", "negative"),
+                        ("c", "e", "positive")):
+        posted.append((label(client, pid, a, b, value).json()["id"], a, b, value == "positive"))
+    # "zero" has the lowest id: deleting it moves every other concept's ordinal down by one
+    assert client.delete(f"/projects/{pid}/concepts", params={"name": "zero"}).status_code == 200
+    left = names[1:]
+    got = [(i["a"], i["b"], i["label"], i["source"], i["caused_by"]) for i in _pages(client, pid)]
+    assert got == _expected(left, posted)
+    merged = client.post(f"/projects/{pid}/concepts/merge", json={"keep": "f", "merge": "a"})
+    assert merged.status_code == 200, merged.text  # "a" goes: the ordinals after it move too
+    moved = [(i, "f" if a == "a" else a, "f" if b == "a" else b, v) for i, a, b, v in posted]
+    got = [(i["a"], i["b"], i["label"], i["source"], i["caused_by"]) for i in _pages(client, pid)]
+    assert got == _expected([n for n in left if n != "a"], moved)
