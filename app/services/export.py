@@ -126,7 +126,9 @@ def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
     Settings, concepts (with their texts), links and the pool (with features, unless sporal
     computes them) in registration order, then the label
     history: each assertion and each retraction at the project version it was made, so that
-    replaying the file rebuilds the same live labels, closure and ``caused_by``.
+    replaying the file rebuilds the same live labels, closure and ``caused_by``: each label
+    carries its write (``batch``: the version it was asserted at), and an import applies the
+    labels of one write together, as that write did.
     """
     pid = project["id"]
     computed = bool(project.get("features_computed"))
@@ -161,7 +163,7 @@ def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
     for label_id, a_name, b_name, positive, annotator, version, retracted in labels:
         events.append((version, 0, label_id, _line(
             "label", a=a_name, b=b_name, label="positive" if positive else "negative",
-            annotator=annotator)))
+            annotator=annotator, batch=version)))
         if retracted is not None:
             events.append((retracted, 1, label_id, _line("retract", a=a_name, b=b_name)))
     for *_, line in sorted(events):

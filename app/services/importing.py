@@ -97,6 +97,15 @@ class PairRef(_Record):
     b: Name
 
 
+class LabelRecord(LabelIn):
+    """The ``label`` record: a label, and the write it was asserted in (``batch``)."""
+
+    batch: int | None = Field(
+        default=None, ge=0, le=2**53,
+        description="Labels of one batch are imported together, as one bulk import; a run "
+        "of labels without it is one batch. The project export numbers its writes.")
+
+
 class TextRecord(_Record):
     """The ``text`` record: a concept's text (``""`` removes it)."""
 
@@ -107,7 +116,7 @@ class TextRecord(_Record):
 Kind = Literal["project", "concept", "pair", "label", "retract", "text", "link"]
 Item = ProjectSettings | ConceptIn | PairIn | LabelIn | PairRef | TextRecord | LinkIn
 _MODELS: dict[str, type[BaseModel]] = {
-    "project": ProjectSettings, "concept": ConceptIn, "pair": PairIn, "label": LabelIn,
+    "project": ProjectSettings, "concept": ConceptIn, "pair": PairIn, "label": LabelRecord,
     "retract": PairRef, "text": TextRecord, "link": LinkIn,
 }
 
@@ -545,6 +554,10 @@ def _write_batch(work: ProjectWork, kind: Kind, items: list[Any], summary: Impor
             summary.labels_retracted += 1
 
 
+def _batch(item: Any) -> int | None:
+    return item.batch if isinstance(item, LabelRecord) else None
+
+
 Progress = Callable[[int, int], None]
 """Called after each batch written with ``(records in the batch, records in the file)``."""
 
@@ -557,7 +570,8 @@ def _write(work: ProjectWork, source: Source, total: int, progress: Progress | N
     for _, parsed in source():
         assert isinstance(parsed, Record)  # validated
         summary.records += 1
-        if batch and (parsed.kind != kind or (len(batch) >= BATCH and kind != "label")):
+        if batch and (parsed.kind != kind or (len(batch) >= BATCH and kind != "label")
+                      or (kind == "label" and _batch(parsed.item) != _batch(batch[0]))):
             assert kind is not None
             _write_batch(work, kind, batch, summary)
             if progress is not None:
