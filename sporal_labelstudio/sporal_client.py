@@ -224,13 +224,15 @@ class SporalClient:
         return list(self._pages(f"/projects/{project_id}/labels", {"source": source}))
 
     def _pages(self, url: str, params: dict[str, Any]) -> Any:
-        offset, limit = 0, 10_000
+        """Every item of a listing: by its ``next`` cursor where it gives one, else by offset."""
+        offset, limit, after = 0, 10_000, None
         while True:
-            body = self._request("GET", url,
-                                 params={**params, "limit": limit, "offset": offset}).json()
+            paging = {"after": after} if after is not None else {"offset": offset}
+            body = self._request("GET", url, params={**params, "limit": limit, **paging}).json()
             yield from body["items"]
             offset += len(body["items"])
-            if not body["items"] or offset >= body["total"]:
+            after = body.get("next")
+            if after is None and (not body["items"] or offset >= body["total"]):
                 return
 
     # ------------------------------------------------------------------ writing
