@@ -8,10 +8,11 @@ one documented route of Label Studio 1.23 (``/api/projects``, ``/api/tasks``,
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import httpx
+
+from sporal_labelstudio import retry
 
 __all__ = ["LabelStudioClient", "LabelStudioError"]
 
@@ -38,21 +39,13 @@ class LabelStudioClient:
         self._http.close()
 
     def _call(self, method: str, url: str, **kwargs: Any) -> Any:
-        for attempt in range(self.retries + 1):
-            try:
-                response = self._http.request(method, url, **kwargs)
-            except httpx.TransportError:
-                if attempt == self.retries:
-                    raise
-                time.sleep(0.5 * 2 ** attempt)
-                continue
-            if response.status_code >= 500 and attempt < self.retries:
-                time.sleep(0.5 * 2 ** attempt)
-                continue
-            if not response.is_success:
-                raise LabelStudioError(response.status_code, method, url, response.text)
-            return response.json() if response.content else None
-        raise AssertionError("unreachable")
+        response = retry.send(
+            self._http, method, url, retries=self.retries, base_delay=0.5,
+            retry_after=lambda r, attempt: 0.5 * 2 ** attempt if r.status_code >= 500 else None,
+            **kwargs)
+        if not response.is_success:
+            raise LabelStudioError(response.status_code, method, url, response.text)
+        return response.json() if response.content else None
 
     @staticmethod
     def _items(body: Any) -> list[dict[str, Any]]:

@@ -16,12 +16,13 @@ Examples
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 import httpx
+
+from sporal_labelstudio import retry
 
 __all__ = [
     "Contradiction",
@@ -168,21 +169,16 @@ class SporalClient:
 
     # ------------------------------------------------------------------ transport
     def _request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
-        for attempt in range(self.retries + 1):
-            try:
-                response = self._http.request(method, url, **kwargs)
-            except httpx.TransportError:
-                if attempt == self.retries:
-                    raise
-                time.sleep(0.2 * 2 ** attempt)
-                continue
-            if response.is_success:
-                return response
-            error = _error(response)
-            if error.slug not in _TRANSIENT or attempt == self.retries:
-                raise error
-            time.sleep(float(response.headers.get("Retry-After", 0.2 * 2 ** attempt)))
-        raise AssertionError("unreachable")
+        def retry_after(response: httpx.Response, attempt: int) -> float | None:
+            if response.is_success or _error(response).slug not in _TRANSIENT:
+                return None
+            return float(response.headers.get("Retry-After", 0.2 * 2 ** attempt))
+
+        response = retry.send(self._http, method, url, retries=self.retries, base_delay=0.2,
+                              retry_after=retry_after, **kwargs)
+        if not response.is_success:
+            raise _error(response)
+        return response
 
     # ------------------------------------------------------------------ reading
     def project(self, project_id: int) -> dict[str, Any]:
