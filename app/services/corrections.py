@@ -34,7 +34,7 @@ from app.services.corpus import (
     read_corpus,
     rebuild_state,
 )
-from app.services.labels.store import Rewrite, prepare_rewrite, rewrite
+from app.services.labels.store import Rewrite, prepare_rewrite, replay_live, rewrite
 from app.services.state import ProjectState, encode_features
 from app.services.unit import ProjectWork
 from models import (
@@ -111,12 +111,8 @@ def delete_concept(work: ProjectWork, name: str) -> ConceptDeleted:
             link for link in corpus.links if concept_id in link})
         stored = None
         if state.labels:  # the ordinals after the deleted concept move down by one
-            live = sorted(state.labels.items(), key=lambda item: item[1].id)
-            replayed = [(label.id, Label(a, b, label.positive)) for (a, b), label in live]
-            closure, updates = Closure.replay_effects(
-                [lab for _, lab in replayed], [c for c in state.closure.concepts
-                                               if c != concept_id])
-            stored = prepare_rewrite(closure, replayed, updates)
+            stored = prepare_rewrite(*replay_live(state, concepts=[
+                c for c in state.closure.concepts if c != concept_id]))
         return concept_id, pool_pairs, plan_change(work, change), stored
 
     def store(work: ProjectWork, project: Project,

@@ -232,10 +232,7 @@ class ProjectState:
         return self._index
 
     def _all_values(self) -> np.ndarray:
-        if not len(self.pool):
-            return _frozen(np.zeros(0, dtype=np.int8))
-        index = self.pool_index()
-        return _frozen(self._closure.values(index[:, 0], index[:, 1]))
+        return _frozen(self.values_under(self._closure))
 
     def _pool_by(self, side: int) -> tuple[dict[int, tuple[int, int]], np.ndarray, np.ndarray]:
         """The pool rows grouped by the closure index of their ``a`` (0) or ``b`` (1) side.

@@ -51,11 +51,6 @@ def encode_update(update: Update, concepts: Sequence[Any]) -> list[Encoded]:
             for by_row, index, bits in lines]
 
 
-def _rows(project_id: int, label_id: int, update: Update,
-          concepts: Sequence[Any]) -> list[tuple[Any, ...]]:
-    return [(project_id, label_id, *line) for line in encode_update(update, concepts)]
-
-
 def write_encoded(session: Session, project_id: int,
                   effects: Iterable[tuple[int, list[Encoded]]]) -> None:
     """Store lines encoded already (:func:`encode_update`), per label id."""
@@ -63,25 +58,28 @@ def write_encoded(session: Session, project_id: int,
     for label_id, lines in effects:
         batch += [(project_id, label_id, *line) for line in lines]
         if len(batch) >= 5000:
-            _insert(session, batch)
+            _executemany(session, "closure_effects", _COLUMNS, batch)
             batch = []
     if batch:
-        _insert(session, batch)
+        _executemany(session, "closure_effects", _COLUMNS, batch)
 
 
-_COLUMNS = "project_id, label_id, positive, by_row, line_id, bits, count"
+_COLUMNS = ("project_id", "label_id", "positive", "by_row", "line_id", "bits", "count")
 
 
-def _insert(session: Session, rows: list[tuple[Any, ...]]) -> None:
-    """Insert effect rows with the driver's executemany.
+def _executemany(session: Session, table: str, columns: Sequence[str],
+                 rows: Sequence[tuple[Any, ...]]) -> None:
+    """Insert ``rows`` with the driver's executemany.
 
-    The rows are plain ints, bools and bytes that both drivers take as they are; going around
-    SQLAlchemy's per-parameter processing halves the time an import holds the write lock.
+    The rows are plain ints, bools, strings and bytes that both drivers take as they are;
+    going around SQLAlchemy's per-parameter processing halves the time an import holds the
+    write lock.
     """
     connection = session.connection()
     mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
     connection.exec_driver_sql(
-        f"INSERT INTO closure_effects ({_COLUMNS}) VALUES ({', '.join([mark] * 7)})", rows)
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})",
+        list(rows))
 
 
 _LABEL_COLUMNS = ("project_id", "a_id", "b_id", "positive", "annotator", "created_at",
@@ -98,16 +96,11 @@ def insert_labels(session: Session, rows: Sequence[tuple[Any, ...]]) -> list[int
     """
     if not rows:
         return []
-    connection = session.connection()
-    dialect = connection.dialect
+    dialect = session.connection().dialect
     stamp = _labels.c.created_at.type._cached_bind_processor(dialect)  # naive UTC, as stored
-    created = {row[5] for row in rows}
-    stored = {value: stamp(value) if stamp else value for value in created}
-    mark = "?" if dialect.paramstyle == "qmark" else "%s"
-    connection.exec_driver_sql(
-        f"INSERT INTO asserted_labels ({', '.join(_LABEL_COLUMNS)}) "
-        f"VALUES ({', '.join([mark] * len(_LABEL_COLUMNS))})",
-        [(*row[:5], stored[row[5]], row[6]) for row in rows])
+    stored = {value: stamp(value) if stamp else value for value in {row[5] for row in rows}}
+    _executemany(session, "asserted_labels", _LABEL_COLUMNS,
+                 [(*row[:5], stored[row[5]], row[6]) for row in rows])
     project_id, version = rows[0][0], rows[0][6]
     ids = list(session.scalars(select(AssertedLabel.id).where(
         AssertedLabel.project_id == project_id, AssertedLabel.version == version)
@@ -119,14 +112,8 @@ def insert_labels(session: Session, rows: Sequence[tuple[Any, ...]]) -> list[int
 def write_effects(session: Session, project_id: int, effects: Iterable[tuple[int, Update]],
                   concepts: Sequence[Any]) -> None:
     """Store what each ``(label_id, update)`` decided; ``concepts``: closure index → id."""
-    batch: list[tuple[Any, ...]] = []
-    for label_id, update in effects:
-        batch += _rows(project_id, label_id, update, concepts)
-        if len(batch) >= 5000:
-            _insert(session, batch)
-            batch = []
-    if batch:
-        _insert(session, batch)
+    write_encoded(session, project_id,
+                  ((label_id, encode_update(update, concepts)) for label_id, update in effects))
 
 
 def cause_in_store(session: Session, closure: Closure, project_id: int, a_id: int, b_id: int,
@@ -216,14 +203,16 @@ def rewrite(session: Session, project_id: int, prepared: Rewrite) -> None:
     set_causes(session, prepared.causes)
 
 
-def replay_live(state: ProjectState, without: int | None = None
+def replay_live(state: ProjectState, without: int | None = None,
+                concepts: Sequence[Any] | None = None
                 ) -> tuple[Closure, list[tuple[int, Label]], list[Update]]:
-    """The closure of the live labels (but ``without``) replayed in assertion order (ids)."""
+    """The closure of the live labels (but ``without``) replayed in assertion order (ids),
+    over ``concepts`` (default the state's, in ordinal order)."""
     order = sorted(state.labels.items(), key=lambda item: item[1].id)
     labels = [(live.id, Label(a, b, live.positive)) for (a, b), live in order
               if live.id != without]
-    closure, updates = Closure.replay_effects([lab for _, lab in labels],
-                                              state.closure.concepts)
+    closure, updates = Closure.replay_effects(
+        [lab for _, lab in labels], state.closure.concepts if concepts is None else concepts)
     return closure, labels, updates
 
 
