@@ -43,6 +43,7 @@ from reasoning.gains import candidate_gains
 from reasoning.strategies import (
     ALL_STRATEGIES,
     fit_model,
+    model_inputs,
     needs_model,
     parse_strategy,
     select,
@@ -180,7 +181,9 @@ def run_coverage(pairs, X, truth, n: int, strategy: str, *, repeat: int = 0, see
             labeled = asker.queried
             y = truth[labeled].astype(np.int8)
             candidates = ~asker.queried
-        model = (fit_model(strategy, X[labeled], y, random_state=model_seed,
+        inputs = model_inputs(strategy, pairs, X, asker.values if reasoning
+                              else np.where(labeled, truth, -1).astype(np.int8))
+        model = (fit_model(strategy, inputs[labeled], y, random_state=model_seed,
                            estimator=estimator) if needs_model(strategy) else None)
         chosen = select(strategy, closure=asker.closure if reasoning else None, pool=pairs,
                         X=X, candidates=candidates, model=model, random_state=rng)

@@ -48,6 +48,7 @@ from reasoning.data import Domain, domain_names, load_domain
 from reasoning.strategies import (
     ALL_STRATEGIES,
     fit_model,
+    model_inputs,
     needs_model,
     parse_strategy,
     select,
@@ -255,8 +256,10 @@ def run_strategy(domain: Domain, strategy: str, *, repeat: int = 0, seed: int = 
             break
         if not candidates.any():
             continue  # every train pair is labeled: nothing left to ask
-        models.append(fit_model(strategy, X[labeled], values[labeled], random_state=model_seed,
-                                estimator=estimator) if needs_model(strategy) else None)
+        inputs = model_inputs(strategy, pool, X, values)
+        models.append(fit_model(strategy, inputs[labeled], values[labeled],
+                                random_state=model_seed, estimator=estimator)
+                      if needs_model(strategy) else None)
         chosen = select(strategy, closure=closure if reasoning else None, pool=pool, X=X,
                         candidates=candidates, model=models[0], random_state=rng)
         ask(int(chosen.rows[0]))

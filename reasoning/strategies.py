@@ -30,6 +30,12 @@ Beyond the paper (:data:`NEW_STRATEGIES`):
 * ``EDP-C``: the same expectation with the LC model's ``p`` made order-respecting first
   (:func:`reasoning.consistent.soft_probabilities`: the max-min transitive closure with the
   decided pairs, asymmetry, blended 50/50 with the raw ``p``).
+* ``EDP-F``: ``p·(γ + (1 − γ)·free)·F(+) + (1 − p)·F(−)`` with ``p`` from extra trees
+  (:data:`FOREST_STRATEGY_TREES`) trained on the pair's features, its reverse pair's and its
+  concepts' decided shares (:func:`reasoning.model_features.forest_features`), and ``free``
+  the chance that no two-step path implies the pair (:func:`path_free`): a positive pair that
+  a path implies is decided for free once the path is known, so asking it first wastes the
+  question. ``γ`` is :data:`PATH_FLOOR`.
 
 :data:`DEFAULT_STRATEGY` (``default`` in :func:`parse_strategy`) is the best of them in the
 coverage measure.
@@ -44,6 +50,9 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.ensemble import ExtraTreesClassifier
 
 from reasoning.classifiers import (
     COMMITTEE_SIZE,
@@ -54,10 +63,12 @@ from reasoning.classifiers import (
 )
 from reasoning.closure import Closure
 from reasoning.gains import candidate_gains
+from reasoning.model_features import forest_features
 
 __all__ = [
     "ALL_STRATEGIES",
     "DEFAULT_STRATEGY",
+    "FOREST_STRATEGY_TREES",
     "MIN_TRAIN_ROWS",
     "NEW_STRATEGIES",
     "ModelOutputs",
@@ -70,9 +81,13 @@ __all__ = [
     "family",
     "fit_model",
     "least_confidence",
+    "model_inputs",
     "model_outputs",
     "needs_model",
+    "PATH_FLOOR",
+    "PATH_WORK",
     "parse_strategy",
+    "path_free",
     "rank",
     "score_candidates",
     "scores_by_gain",
@@ -84,7 +99,7 @@ __all__ = [
 STRATEGY_NAMES = ("Random", "LC", "QBC", "Random-R", "LC-R", "QBC-R", "CNT", "LC-R+", "QBC-R+")
 """The strategies in the order of the paper's Table 3."""
 
-NEW_STRATEGIES: tuple[str, ...] = ("EDP", "EDP-Q", "EDP-C")
+NEW_STRATEGIES: tuple[str, ...] = ("EDP", "EDP-Q", "EDP-C", "EDP-F")
 """Strategies beyond the paper (see the module docstring)."""
 
 DEFAULT_STRATEGY = "EDP"
@@ -96,12 +111,22 @@ ALL_STRATEGIES = STRATEGY_NAMES + NEW_STRATEGIES
 MIN_TRAIN_ROWS = 2
 """Fewer labeled rows than this and no model is fitted (the strategy falls back to p = 0.5)."""
 
+FOREST_STRATEGY_TREES = 50
+"""Trees of the ``EDP-F`` model (extremely randomized trees: fast to fit, smooth ``p``)."""
+
+PATH_FLOOR = 0.3
+"""``γ`` of ``EDP-F``: the share of a positive answer's gain kept however likely a path is."""
+
+PATH_WORK = 4_000_000
+"""Bound on the entries :func:`path_free` reads per call; past it, the lowest-scored
+candidates take the floor (see :func:`path_free`)."""
+
 _FAMILY = {"Random": "random", "Random-R": "random", "CNT": "random",
            "LC": "lc", "LC-R": "lc", "LC-R+": "lc",
            "QBC": "qbc", "QBC-R": "qbc", "QBC-R+": "qbc",
-           "EDP": "lc", "EDP-Q": "qbc", "EDP-C": "lc"}
-_GAINS = frozenset({"CNT", "LC-R+", "QBC-R+", "EDP", "EDP-Q", "EDP-C"})
-_EXPECTED = frozenset({"EDP", "EDP-Q", "EDP-C"})  # counts, not weights, scored by their expectation
+           "EDP": "lc", "EDP-Q": "qbc", "EDP-C": "lc", "EDP-F": "forest"}
+_GAINS = frozenset({"CNT", "LC-R+", "QBC-R+", "EDP", "EDP-Q", "EDP-C", "EDP-F"})
+_EXPECTED = frozenset({"EDP", "EDP-Q", "EDP-C", "EDP-F"})  # counts, scored by their expectation
 _PLAIN = frozenset({"Random", "LC", "QBC"})
 _BY_KEY = {name.lower(): name for name in ALL_STRATEGIES}
 
@@ -157,7 +182,7 @@ def parse_strategy(text: str) -> str:
 
 
 def family(strategy: str) -> str:
-    """``"random"``, ``"lc"`` or ``"qbc"``: which model (if any) scores the candidates."""
+    """``"random"``, ``"lc"``, ``"qbc"`` or ``"forest"``: which model (if any) scores."""
     return _FAMILY[parse_strategy(strategy)]
 
 
@@ -178,7 +203,8 @@ def fit_model(strategy: str, X, y, *, random_state: int | None = None, estimator
     Parameters
     ----------
     strategy : str
-        A strategy name; LC family → probabilistic classifier, QBC family → committee.
+        A strategy name; LC family → probabilistic classifier, QBC family → committee,
+        forest family → extra trees (on :func:`model_inputs`).
     X : array of shape (m, f)
     y : array of shape (m,)
         True (1) for positive rows.
@@ -197,19 +223,72 @@ def fit_model(strategy: str, X, y, *, random_state: int | None = None, estimator
     if kind == "random" or len(y) < MIN_TRAIN_ROWS or len(np.unique(y)) < 2:
         return None
     X = np.asarray(X, dtype=np.float64)
-    if kind == "lc":
+    if kind == "forest":
+        model = (ExtraTreesClassifier(n_estimators=FOREST_STRATEGY_TREES, n_jobs=1,
+                                      random_state=random_state)
+                 if estimator is None else clone(estimator))
+    elif kind == "lc":
         if estimator is None:
             model = make_probabilistic(random_state)
         else:
-            from sklearn.base import clone
-
             model = clone(estimator)
     else:
         model = Committee(estimator, n_members=COMMITTEE_SIZE, random_state=random_state)
     return model.fit(X, y)
 
 
+def model_inputs(strategy: str, pool, X, values) -> np.ndarray:
+    """The rows the strategy's model is fitted on and scores: ``X``, or for the forest family
+    :func:`reasoning.model_features.forest_features` (``values``: the pool's decided values,
+    -1 undecided)."""
+    if family(strategy) != "forest":
+        return np.asarray(X, dtype=np.float64)
+    return forest_features(pool, X, values)
+
+
 # ---------------------------------------------------------------------------- scores
+def path_free(closure: Closure, pool, proba, candidates: np.ndarray,
+              order: np.ndarray | None = None, budget: int = PATH_WORK) -> np.ndarray:
+    """``Π_c (1 − q(a, c)·q(c, b))`` for each candidate row ``(a, b)`` of ``pool``.
+
+    The chance that no two-step path ``a ≺ c ≺ b`` implies the pair, with ``q`` 1 on the
+    closure's positive pairs, ``proba`` on the undecided pool pairs and 0 elsewhere, the
+    paths taken as independent. The work follows the rows and columns read (sparse); past
+    ``budget`` entries the candidates last in ``order`` (default: as given) get 0.
+
+    Examples
+    --------
+    >>> c = Closure(range(3))
+    >>> _ = c.add_label(0, 1, True)
+    >>> pool = np.array([[0, 1], [1, 2], [0, 2]])
+    >>> path_free(c, pool, np.array([1.0, 0.6, 0.9]), np.array([2])).round(2).tolist()
+    [0.4]
+    """
+    pool = np.asarray(pool, dtype=np.int64).reshape(-1, 2)
+    candidates = np.asarray(candidates, dtype=np.int64)
+    if not len(candidates):
+        return np.zeros(0)
+    n = closure.n
+    values = closure.values(pool[:, 0], pool[:, 1])
+    open_rows = np.flatnonzero(values < 0)
+    q = (closure.relation(True).astype(np.float64)
+         + sp.csr_matrix((np.asarray(proba, dtype=np.float64)[open_rows],
+                          (pool[open_rows, 0], pool[open_rows, 1])), shape=(n, n))).tocsr()
+    qt = q.T.tocsr()
+    a, b = pool[candidates, 0], pool[candidates, 1]
+    cost = np.diff(q.indptr)[a] + np.diff(qt.indptr)[b]
+    order = np.arange(len(candidates)) if order is None else np.asarray(order)
+    within = np.cumsum(cost[order]) <= budget
+    within[0] = True
+    take = np.sort(order[within])
+    out = np.zeros(len(candidates))
+    if len(take):
+        both = q[a[take]].multiply(qt[b[take]]).tocsr()
+        both.data = np.log1p(-np.minimum(both.data, 1.0 - 1e-12))
+        out[take] = np.exp(np.asarray(both.sum(axis=1)).ravel())
+    return out
+
+
 def least_confidence(p: np.ndarray) -> np.ndarray:
     """``1 - max(p, 1 - p)``: largest (0.5) where the model is least sure.
 
@@ -284,7 +363,7 @@ def model_outputs(strategy: str, model, X) -> ModelOutputs | None:
     if model is None:
         return None
     kind = family(strategy)
-    if kind == "lc":
+    if kind in ("lc", "forest"):
         return ModelOutputs(proba=positive_proba(model, X))
     if kind == "qbc":
         return ModelOutputs(votes=committee_votes(model, X))
@@ -354,6 +433,10 @@ def score_candidates(strategy: str, *, closure: Closure | None, pool, X, candida
     if len(rows) == 0:
         return Scores(rows, np.zeros(0))
     if outputs is None:
+        if family(strategy) == "forest" and model is not None:
+            values = (closure.values(pool[:, 0], pool[:, 1]) if closure is not None
+                      else np.full(len(pool), -1, dtype=np.int8))
+            X = model_inputs(strategy, pool, X, values)
         outputs = model_outputs(strategy, model, X)
     if strategy in _GAINS:
         if closure is None:
@@ -365,7 +448,16 @@ def score_candidates(strategy: str, *, closure: Closure | None, pool, X, candida
                 from reasoning.consistent import soft_probabilities
 
                 outputs = ModelOutputs(proba=soft_probabilities(closure, pool, outputs.proba))
-            return Scores(rows, expected_decided(_positive_share(outputs, rows), gp, gn), gp, gn)
+            p = _positive_share(outputs, rows)
+            if strategy == "EDP-F" and outputs is not None and outputs.proba is not None:
+                # a row registered after the model was trained may have no p yet (NaN)
+                proba = np.nan_to_num(outputs.proba, nan=0.5)
+                p = proba[rows]
+                order = np.argsort(-expected_decided(p, gp, gn), kind="stable")
+                free = path_free(closure, pool, proba, rows, order)
+                weight = PATH_FLOOR + (1.0 - PATH_FLOOR) * free
+                return Scores(rows, expected_decided(p, weight * gp, gn), gp, gn)
+            return Scores(rows, expected_decided(p, gp, gn), gp, gn)
         return Scores(rows, scores_by_gain(gp, gn), gp, gn)
     kind = family(strategy)
     if kind == "lc":

@@ -49,6 +49,7 @@ from reasoning.strategies import (
     ModelOutputs,
     family,
     fit_model,
+    model_inputs,
     model_outputs,
     needs_model,
     uses_closure,
@@ -83,16 +84,28 @@ class ModelKey:
         return f"{self.purpose}:{self.kind}:{source}"
 
     @property
+    def trains_here(self) -> bool:
+        """Fast strategy models train in the trainer thread; forests in the worker process."""
+        return self.purpose == "strategy" and self.kind != "forest"
+
+    @property
     def rank(self) -> int:
-        """Training order: fast strategy models before the prediction model."""
-        return 0 if self.purpose == "strategy" else 1
+        """Training order: fast strategy models before the forests."""
+        return 0 if self.trains_here else 1
 
     @property
     def name(self) -> str:
         """The model's name in answers."""
         if self.purpose == "prediction":
             return self.kind
-        return "logistic_regression" if self.kind == "lc" else "decision_tree_committee"
+        return _STRATEGY_MODELS[self.kind][1]
+
+
+_STRATEGY_MODELS = {  # kind → (a strategy of that family, the model's name in answers)
+    "lc": ("LC", "logistic_regression"),
+    "qbc": ("QBC", "decision_tree_committee"),
+    "forest": ("EDP-F", "extra_trees"),
+}
 
 
 def strategy_key(strategy: str) -> ModelKey | None:
@@ -167,9 +180,9 @@ class TrainedModel:
 def _outputs(key: ModelKey, estimator: Any, X: np.ndarray) -> ModelOutputs:
     if key.purpose == "prediction":
         return ModelOutputs(proba=positive_proba(estimator, X) if len(X) else np.zeros(0))
-    strategy = "LC" if key.kind == "lc" else "QBC"
+    strategy = _STRATEGY_MODELS[key.kind][0]
     if not len(X):
-        return ModelOutputs(proba=np.zeros(0)) if key.kind == "lc" else \
+        return ModelOutputs(proba=np.zeros(0)) if key.kind != "qbc" else \
             ModelOutputs(votes=np.zeros((0, 0), dtype=np.int64))
     outputs = model_outputs(strategy, estimator, X)
     assert outputs is not None
@@ -178,8 +191,7 @@ def _outputs(key: ModelKey, estimator: Any, X: np.ndarray) -> ModelOutputs:
 
 def _fit(key: ModelKey, X: np.ndarray, y: np.ndarray) -> Any:
     if key.purpose == "strategy":
-        strategy = "LC" if key.kind == "lc" else "QBC"
-        return fit_model(strategy, X, y, random_state=RANDOM_STATE)
+        return fit_model(_STRATEGY_MODELS[key.kind][0], X, y, random_state=RANDOM_STATE)
     if len(y) < 2 or len(np.unique(y)) < 2:
         return None
     if key.kind == "logistic_regression":
@@ -258,7 +270,10 @@ def _snapshot(state: ProjectState, key: ModelKey) -> _Snapshot:
         mask = values >= 0
         if not key.closure_labels:
             mask = mask & state.pool_asserted()
-        return _Snapshot(state.pool.X, mask, values, state.training_key(), state.version,
+        X = state.pool.X
+        if key.purpose == "strategy":  # the forest family also sees the reverse pair and rates
+            X = model_inputs(_STRATEGY_MODELS[key.kind][0], state.pool.concepts, X, values)
+        return _Snapshot(X, mask, values, state.training_key(), state.version,
                          state.label_events)
 
 
@@ -345,7 +360,7 @@ class Trainer:
                 if self._closed:
                     return None
                 items = [k for k, key in self._queue.items()
-                         if not strategy_only or key.purpose == "strategy"]
+                         if not strategy_only or key.trains_here]
                 if items:
                     item = min(items, key=lambda k: self._queue[k].rank)
                     return item[0], self._queue.pop(item)
@@ -367,7 +382,7 @@ class Trainer:
             return  # dropped or invalidated: its next request asks again
         model: TrainedModel | None
         try:
-            if key.purpose == "strategy":
+            if key.trains_here:
                 model = train(state, key)
             else:
                 model = self._train_elsewhere(state, key)
@@ -388,7 +403,7 @@ class Trainer:
             self._schedule(project_id, key)
 
     def _train_elsewhere(self, state: ProjectState, key: ModelKey) -> TrainedModel | None:
-        """A prediction model, in the worker process; strategy models train meanwhile."""
+        """A forest, in the worker process; the fast strategy models train meanwhile."""
         snap, future = submit(state, key, self.nice)
         future.add_done_callback(lambda _: self._wake())
         while not future.done():
@@ -400,7 +415,7 @@ class Trainer:
                 if self._closed:
                     future.cancel()
                     return None
-                if not future.done() and not any(k.purpose == "strategy"
+                if not future.done() and not any(k.trains_here
                                                  for k in self._queue.values()):
                     self._cond.wait(timeout=1.0)
         try:

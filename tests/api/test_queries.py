@@ -369,3 +369,18 @@ def test_consistent_predictions_are_a_strict_order_over_the_decided_pairs(
     assert all((a, c) in positive for a, b in positive for b2, c in positive
                if b == b2 and a != c)
     assert client.get(f"/projects/{pid}/predictions", params=params).json() == body.json()
+
+
+def test_edp_f_trains_its_extra_trees_elsewhere_and_scores_with_them(client: TestClient) -> None:
+    pid = _chain_project(client)
+    label(client, pid, "c0", "c3")
+    label(client, pid, "c5", "c2", "negative")
+    params = {"strategy": "edp-f", "fresh": True, "k": 2}
+    body = client.get(f"/projects/{pid}/next", params=params).json()
+    assert body["strategy"] == "EDP-F"
+    model = body["model"]
+    assert model["name"] == "extra_trees" and model["labels_behind"] == 0
+    # trained on every decided pool pair (the closure's too), like the other -R+ strategies
+    assert model["trained_on"] == N * (N - 1) - body["undecided"]
+    assert len(body["queries"]) == 2
+    assert {(q["a"], q["b"]) for q in body["queries"]} <= _undecided(client, pid)
