@@ -102,7 +102,7 @@ STRATEGY_NAMES = ("Random", "LC", "QBC", "Random-R", "LC-R", "QBC-R", "CNT", "LC
 NEW_STRATEGIES: tuple[str, ...] = ("EDP", "EDP-Q", "EDP-C", "EDP-F")
 """Strategies beyond the paper (see the module docstring)."""
 
-DEFAULT_STRATEGY = "EDP"
+DEFAULT_STRATEGY = "EDP-F"
 """What ``default`` stands for: the fewest questions to a complete map that we measured."""
 
 ALL_STRATEGIES = STRATEGY_NAMES + NEW_STRATEGIES
@@ -167,7 +167,7 @@ def parse_strategy(text: str) -> str:
     >>> parse_strategy("lc-r+"), parse_strategy("QBC-Rplus"), parse_strategy("LC-R ")
     ('LC-R+', 'QBC-R+', 'LC-R+')
     >>> parse_strategy("default")
-    'EDP'
+    'EDP-F'
     """
     raw = str(text)
     if raw.strip().lower() == "default":

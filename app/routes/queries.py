@@ -40,7 +40,8 @@ def next_queries(
     work: WriteProject,
     settings: SettingsDep,
     strategy: Annotated[str, Query(max_length=32, description=(
-        "Random, LC, QBC, Random-R, LC-R, QBC-R, CNT, LC-R+, QBC-R+, EDP, or default (EDP; "
+        "Random, LC, QBC, Random-R, LC-R, QBC-R, CNT, LC-R+, QBC-R+, EDP, EDP-Q, EDP-C, "
+        "EDP-F, or default (EDP-F; "
         "the answer names the resolved strategy). Any case; `plus` may stand for `+`, which "
         "a query string otherwise reads as a space."))] = "default",
     k: Annotated[int, Query(ge=1, le=MAX_BATCH, description="How many questions.")] = 1,

@@ -45,14 +45,14 @@ def _db(client: TestClient):  # the app's session factory, to look behind the AP
 def test_next_suggests_an_undecided_pool_pair_with_gains(client: TestClient) -> None:
     pid = _chain_project(client)
     body = client.get(f"/projects/{pid}/next").json()
-    assert body["strategy"] == "EDP" and body["undecided"] == N * (N - 1)  # the default
+    assert body["strategy"] == "EDP-F" and body["undecided"] == N * (N - 1)  # the default
     assert body["model"] is None  # no label yet: p = 0.5
     [query] = body["queries"]
     assert (query["a"], query["b"]) in _undecided(client, pid)
     assert query["gain_if_positive"] >= 1 and query["gain_if_negative"] >= 1
     assert query["score"] == (query["gain_if_positive"] + query["gain_if_negative"]) / 2
     named = client.get(f"/projects/{pid}/next", params={"strategy": "default"}).json()
-    assert named["strategy"] == "EDP" and named["queries"] == body["queries"]
+    assert named["strategy"] == "EDP-F" and named["queries"] == body["queries"]
 
 
 @pytest.mark.parametrize("strategy", ALL_STRATEGIES)
@@ -152,7 +152,7 @@ def test_suggestions_are_logged(client: TestClient) -> None:
     with _db(client)() as session:
         rows = session.scalars(select(Suggestion).where(Suggestion.project_id == pid)).all()
     assert len(rows) == 2 and {r.annotator for r in rows} == {"ann"}
-    assert all(r.strategy == "EDP" for r in rows)  # the default, by its own name
+    assert all(r.strategy == "EDP-F" for r in rows)  # the default, by its own name
 
 
 @pytest.mark.parametrize("prediction_model", ["random_forest", "logistic_regression"])
@@ -211,7 +211,7 @@ def test_the_suggestion_log_is_listed_newest_first(client: TestClient) -> None:
     assert [(i["a"], i["b"]) for i in items[2:]] == [(first[0]["a"], first[0]["b"])]
     assert {(i["a"], i["b"]) for i in items[:2]} == {(q["a"], q["b"])
                                                       for q in second["queries"]}
-    assert [i["strategy"] for i in items] == ["CNT", "CNT", "EDP"]
+    assert [i["strategy"] for i in items] == ["CNT", "CNT", "EDP-F"]
     assert [i["annotator"] for i in items] == [None, None, "ann"]
     assert items[2]["score"] == first[0]["score"]
     assert items[2]["gain_if_positive"] == first[0]["gain_if_positive"]

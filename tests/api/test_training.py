@@ -15,6 +15,7 @@ import app.services.training as training
 from tests.api.conftest import assert_problem, label, new_project
 
 NAMES = [f"c{i}" for i in range(6)]
+LC = {"strategy": "LC-R+"}  # a strategy whose model trains in the trainer thread
 
 
 def _project(client: TestClient) -> int:
@@ -58,13 +59,18 @@ def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
 def test_no_request_trains_a_model(client: TestClient, trainings: list[str]) -> None:
     pid = _project(client)
     for _ in range(2):
-        assert client.get(f"/projects/{pid}/next").status_code == 200
+        assert client.get(f"/projects/{pid}/next").status_code == 200  # EDP-F: extra trees
+        assert client.get(f"/projects/{pid}/next", params=LC).status_code == 200
         assert client.get(f"/projects/{pid}/predictions").status_code == 200
         assert client.get(f"/projects/{pid}/pairs/status",
                           params={"a": "c2", "b": "c3"}).status_code == 200
     body = client.get(f"/projects/{pid}/predictions", params={"fresh": True}).json()
     assert body.get("model", {}).get("name") == "random_forest", body
-    # Strategy models train in the trainer thread, the forest in the worker process.
+    body = client.get(f"/projects/{pid}/next", params={"fresh": True}).json()
+    assert body["model"]["name"] == "extra_trees", body
+    body = client.get(f"/projects/{pid}/next", params=LC | {"fresh": True}).json()
+    assert body["model"]["name"] == "logistic_regression", body
+    # The fast strategy models train in the trainer thread, the forests in the worker process.
     assert trainings and set(trainings) == {"sporal-trainer"}
     assert training._workers is not None
     assert all(pid != os.getpid() for pid in training._workers._processes)
@@ -75,24 +81,25 @@ def test_answers_name_a_stale_model_and_how_far_behind_it_is(
     client = make_client(fresh_timeout=0.3)
     pid = _project(client)
     # Nothing trained yet and training held back: p = 0.5, said as model null.
-    assert client.get(f"/projects/{pid}/next").json()["model"] is None
-    problem = assert_problem(client.get(f"/projects/{pid}/next", params={"fresh": True}), 503,
+    assert client.get(f"/projects/{pid}/next", params=LC).json()["model"] is None
+    problem = assert_problem(client.get(f"/projects/{pid}/next", params=LC | {"fresh": True}),
+                             503,
                              "model-not-ready")
     assert problem["detail"].endswith("0.3 s")
     held.set()
-    model = client.get(f"/projects/{pid}/next", params={"fresh": True}).json()["model"]
+    model = client.get(f"/projects/{pid}/next", params=LC | {"fresh": True}).json()["model"]
     assert model["labels_behind"] == 0
     held.clear()
     label(client, pid, "c1", "c3")
     label(client, pid, "c5", "c0", "negative")
-    stale = client.get(f"/projects/{pid}/next").json()["model"]
+    stale = client.get(f"/projects/{pid}/next", params=LC).json()["model"]
     assert stale == model | {"labels_behind": 2}
     retracted = client.get(f"/projects/{pid}/labels",
                            params={"source": "asserted", "limit": 1}).json()["items"][0]["id"]
     assert client.delete(f"/projects/{pid}/labels/{retracted}").status_code == 200
-    assert client.get(f"/projects/{pid}/next").json()["model"]["labels_behind"] == 3
+    assert client.get(f"/projects/{pid}/next", params=LC).json()["model"]["labels_behind"] == 3
     held.set()
-    fresh = client.get(f"/projects/{pid}/next", params={"fresh": True}).json()["model"]
+    fresh = client.get(f"/projects/{pid}/next", params=LC | {"fresh": True}).json()["model"]
     assert fresh["labels_behind"] == 0 and fresh["version"] > model["version"]
 
 

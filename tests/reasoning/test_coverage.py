@@ -56,7 +56,7 @@ def test_the_oracle_asks_at_least_the_reduction_and_decides_the_whole_pool(seed)
     assert (np.diff(decided) >= 0).all()
 
 
-@pytest.mark.parametrize("strategy", ["CNT", "LC-R+", "QBC-R+", "Random-R", "LC"])
+@pytest.mark.parametrize("strategy", ["CNT", "LC-R+", "QBC-R+", "Random-R", "LC", "EDP-F"])
 def test_a_strategy_decides_the_whole_pool_and_needs_at_least_the_oracle(strategy):
     pairs, X, truth, n = tiny(3)
     decided = run_coverage(pairs, X, truth, n, strategy, repeat=0, seed=5)
