@@ -248,13 +248,17 @@ def model_inputs(strategy: str, pool, X, values) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- scores
 def path_free(closure: Closure, pool, proba, candidates: np.ndarray,
-              order: np.ndarray | None = None, budget: int = PATH_WORK) -> np.ndarray:
+              order: np.ndarray | None = None, budget: int = PATH_WORK,
+              values: np.ndarray | None = None) -> np.ndarray:
     """``Π_c (1 − q(a, c)·q(c, b))`` for each candidate row ``(a, b)`` of ``pool``.
 
     The chance that no two-step path ``a ≺ c ≺ b`` implies the pair, with ``q`` 1 on the
     closure's positive pairs, ``proba`` on the undecided pool pairs and 0 elsewhere, the
-    paths taken as independent. The work follows the rows and columns read (sparse); past
-    ``budget`` entries the candidates last in ``order`` (default: as given) get 0.
+    paths taken as independent. An undecided candidate has no path of two decided positives,
+    so every factor holds an undecided pool pair: the work follows the undecided pool pairs of
+    ``a``'s row and ``b``'s column (plus a closure lookup each), never the closure's size. Past
+    ``budget`` such entries the candidates last in ``order`` (default: as given) get 0.
+    ``values`` are the closure's values of ``pool`` when the caller has them.
 
     Examples
     --------
@@ -269,23 +273,36 @@ def path_free(closure: Closure, pool, proba, candidates: np.ndarray,
     if not len(candidates):
         return np.zeros(0)
     n = closure.n
-    values = closure.values(pool[:, 0], pool[:, 1])
+    if values is None:
+        values = closure.values(pool[:, 0], pool[:, 1])
     open_rows = np.flatnonzero(values < 0)
-    q = (closure.relation(True).astype(np.float64)
-         + sp.csr_matrix((np.asarray(proba, dtype=np.float64)[open_rows],
-                          (pool[open_rows, 0], pool[open_rows, 1])), shape=(n, n))).tocsr()
-    qt = q.T.tocsr()
+    u = sp.csr_matrix((np.asarray(proba, dtype=np.float64)[open_rows],
+                       (pool[open_rows, 0], pool[open_rows, 1])), shape=(n, n))
+    ut = u.T.tocsr()
     a, b = pool[candidates, 0], pool[candidates, 1]
-    cost = np.diff(q.indptr)[a] + np.diff(qt.indptr)[b]
+    cost = np.diff(u.indptr)[a] + np.diff(ut.indptr)[b]
     order = np.arange(len(candidates)) if order is None else np.asarray(order)
     within = np.cumsum(cost[order]) <= budget
     within[0] = True
     take = np.sort(order[within])
+    ta, tb = a[take], b[take]
+    logs = np.zeros(len(take))
+    # c with (a, c) undecided: q(c, b) is 1, p(c, b) or 0
+    rows = u[ta]
+    at = np.repeat(np.arange(len(take)), np.diff(rows.indptr))
+    c, bb = rows.indices.astype(np.int64), tb[at]
+    if len(c):
+        q_cb = np.where(closure.values(c, bb) == 1, 1.0, np.asarray(u[c, bb]).ravel())
+        np.add.at(logs, at, np.log1p(-np.minimum(rows.data * q_cb, 1.0 - 1e-12)))
+    # c with (c, b) undecided and (a, c) decided: q(a, c) is 1 or 0 (the rest is counted above)
+    cols = ut[tb]
+    at = np.repeat(np.arange(len(take)), np.diff(cols.indptr))
+    c, aa = cols.indices.astype(np.int64), ta[at]
+    if len(c):
+        q_ac = (closure.values(aa, c) == 1).astype(np.float64)
+        np.add.at(logs, at, np.log1p(-np.minimum(cols.data * q_ac, 1.0 - 1e-12)))
     out = np.zeros(len(candidates))
-    if len(take):
-        both = q[a[take]].multiply(qt[b[take]]).tocsr()
-        both.data = np.log1p(-np.minimum(both.data, 1.0 - 1e-12))
-        out[take] = np.exp(np.asarray(both.sum(axis=1)).ravel())
+    out[take] = np.exp(logs)
     return out
 
 
@@ -427,16 +444,17 @@ def score_candidates(strategy: str, *, closure: Closure | None, pool, X, candida
     pool = np.asarray(pool, dtype=np.int64).reshape(-1, 2)
     X = np.asarray(X, dtype=np.float64)
     mask = np.asarray(candidates, dtype=bool).copy()
+    values = None
     if closure is not None and uses_closure(strategy):
-        mask &= closure.values(pool[:, 0], pool[:, 1]) < 0  # never ask what the closure knows
+        values = closure.values(pool[:, 0], pool[:, 1])
+        mask &= values < 0  # never ask what the closure knows
     rows = np.flatnonzero(mask)
     if len(rows) == 0:
         return Scores(rows, np.zeros(0))
     if outputs is None:
         if family(strategy) == "forest" and model is not None:
-            values = (closure.values(pool[:, 0], pool[:, 1]) if closure is not None
-                      else np.full(len(pool), -1, dtype=np.int8))
-            X = model_inputs(strategy, pool, X, values)
+            X = model_inputs(strategy, pool, X, values if values is not None
+                             else np.full(len(pool), -1, dtype=np.int8))
         outputs = model_outputs(strategy, model, X)
     if strategy in _GAINS:
         if closure is None:
@@ -454,7 +472,7 @@ def score_candidates(strategy: str, *, closure: Closure | None, pool, X, candida
                 proba = np.nan_to_num(outputs.proba, nan=0.5)
                 p = proba[rows]
                 order = np.argsort(-expected_decided(p, gp, gn), kind="stable")
-                free = path_free(closure, pool, proba, rows, order)
+                free = path_free(closure, pool, proba, rows, order, values=values)
                 weight = PATH_FLOOR + (1.0 - PATH_FLOOR) * free
                 return Scores(rows, expected_decided(p, weight * gp, gn), gp, gn)
             return Scores(rows, expected_decided(p, gp, gn), gp, gn)

@@ -270,11 +270,14 @@ def _snapshot(state: ProjectState, key: ModelKey) -> _Snapshot:
         mask = values >= 0
         if not key.closure_labels:
             mask = mask & state.pool_asserted()
-        X = state.pool.X
-        if key.purpose == "strategy":  # the forest family also sees the reverse pair and rates
-            X = model_inputs(_STRATEGY_MODELS[key.kind][0], state.pool.concepts, X, values)
-        return _Snapshot(X, mask, values, state.training_key(), state.version,
-                         state.label_events)
+        pool = state.pool
+        trained_on, version, events = state.training_key(), state.version, state.label_events
+    # outside the lock: the pool and the values are replaced, never changed, so these stay
+    # the snapshot's; the forest family also sees the reverse pair and the decided shares
+    X = pool.X
+    if key.purpose == "strategy":
+        X = model_inputs(_STRATEGY_MODELS[key.kind][0], pool.concepts, X, values)
+    return _Snapshot(X, mask, values, trained_on, version, events)
 
 
 def train(state: ProjectState, key: ModelKey) -> TrainedModel:

@@ -156,3 +156,19 @@ def test_model_inputs_add_the_reverse_pair_and_rates_for_the_forest_family_only(
     inputs = model_inputs("EDP-F", pool, X, values)
     np.testing.assert_array_equal(inputs, forest_features(pool, X, values))
     assert inputs.shape == (3, 1 + 2 + 8)
+
+
+def test_path_free_reads_a_large_closure_sparsely_and_agrees():
+    # past 2,048 concepts the closure answers lookups from its sparse rows
+    rng = np.random.default_rng(3)
+    closure = Closure(range(2100))
+    for a, b in [(0, 1), (1, 2), (5, 6), (2, 7)]:
+        closure.add_label(a, b, True)
+    closure.add_label(3, 4, False)
+    pool = np.array([(a, b) for a in range(9) for b in range(9) if a != b])
+    p = rng.random(len(pool))
+    rows = np.flatnonzero(closure.values(pool[:, 0], pool[:, 1]) < 0)
+    got = path_free(closure, pool, p, rows)
+    for i, row in enumerate(rows.tolist()):
+        a, b = pool[row]
+        assert got[i] == pytest.approx(brute_path_free(closure, pool, p, a, b), abs=1e-9)
