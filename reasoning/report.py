@@ -230,9 +230,10 @@ def markdown_table(summary: list[dict], marks: Sequence[int] = (50, 100, 150)) -
 
 
 CLAIMS = (("Random-R", "Random"), ("LC-R", "LC"), ("QBC-R", "QBC"),
-          ("LC-R+", "LC-R"), ("QBC-R+", "QBC-R"), ("CNT", "Random-R"), ("EDP", "LC-R+"))
+          ("LC-R+", "LC-R"), ("QBC-R+", "QBC-R"), ("CNT", "Random-R"), ("EDP", "LC-R+"),
+          ("EDP-F", "LC-R+"))
 """The paper's comparisons (reasoning against none, then ``-R+`` against ``-R``), and the
-strategy beyond the paper against the paper's LC-R+."""
+strategies beyond the paper against the paper's LC-R+."""
 
 
 def paired_differences(rows: Iterable[dict], comparisons: Sequence[tuple[str, str]] = CLAIMS,
@@ -308,6 +309,60 @@ def consistent_table(differences: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def curve_mean_differences(rows: Iterable[dict],
+                           comparisons: Sequence[tuple[str, str]] = CLAIMS) -> list[dict]:
+    """Paired differences of each run's mean AUC over every evaluated point (0 … the last).
+
+    The issue-level summary of a whole curve: "mean AUC over 0–150 queries" for the default
+    profile.
+
+    Examples
+    --------
+    >>> rows = [{"domain": "d", "strategy": s, "repeat": r, "queries": q, "auc": a,
+    ...          "labeled": 0}
+    ...         for s, base in (("EDP", 0.8), ("LC-R+", 0.7)) for r in (0, 1)
+    ...         for q, a in ((0, 0.5), (10, base + r / 10))]
+    >>> [(d["first"], round(d["difference"], 3), d["ahead"]) for d in
+    ...  curve_mean_differences(rows)]
+    [('EDP', 0.05, 2)]
+    """
+    runs: dict[tuple[str, str, int], list[float]] = defaultdict(list)
+    last: dict[str, int] = {}
+    for r in rows:
+        runs[(r["domain"], r["strategy"], r["repeat"])].append(float(r["auc"]))
+        last[r["domain"]] = max(last.get(r["domain"], 0), int(r["queries"]))
+    means = {key: float(np.mean(values)) for key, values in runs.items()}
+    out = []
+    for domain in sorted(last):
+        for first, second in comparisons:
+            repeats = sorted(k[2] for k in means if k[0] == domain and k[1] == first
+                             and (domain, second, k[2]) in means)
+            if not repeats:
+                continue
+            diff = [means[(domain, first, r)] - means[(domain, second, r)] for r in repeats]
+            mean, half = _mean_ci(diff)
+            out.append({"domain": domain, "first": first, "second": second,
+                        "queries": last[domain], "runs": len(diff), "difference": mean,
+                        "half_width": half, "ahead": sum(d > 0 for d in diff),
+                        "mean_first": float(np.mean([means[(domain, first, r)]
+                                                     for r in repeats])),
+                        "mean_second": float(np.mean([means[(domain, second, r)]
+                                                      for r in repeats]))})
+    return out
+
+
+def curve_mean_table(differences: list[dict]) -> str:
+    """:func:`curve_mean_differences` as a Markdown table."""
+    lines = ["| domain | comparison | queries | mean AUC | difference (95% CI) | ahead |",
+             "|---|---|---|---|---|---|"]
+    for d in differences:
+        lines.append(f"| {d['domain']} | {d['first']} − {d['second']} | 0–{d['queries']} | "
+                     f"{d['mean_first']:.4f} vs {d['mean_second']:.4f} | "
+                     f"{d['difference']:+.4f} ± {d['half_width']:.4f} | "
+                     f"{d['ahead']}/{d['runs']} |")
+    return "\n".join(lines) + "\n"
+
+
 def claims_table(differences: list[dict]) -> str:
     """The paired differences as a Markdown table."""
     lines = ["| domain | comparison | queries | AUC difference (95% CI) | ahead | labeled |",
@@ -344,6 +399,10 @@ def rebuild(out: str | Path) -> list[dict]:
     write_csv(out / "summary.csv", summary, SUMMARY_FIELDS)
     (out / "summary.md").write_text(markdown_table(summary), encoding="utf-8")
     claims = claims_table(paired_differences(curves))
+    whole = curve_mean_differences(curves)
+    if whole:
+        claims += ("\n### Whole curves: each run's mean AUC over every evaluated point\n\n"
+                   + curve_mean_table(whole))
     consistent = consistent_differences(curves)
     if consistent:
         claims += ("\n### The consistent map against the raw forest (same runs)\n\n"
