@@ -84,7 +84,9 @@ __all__ = [
     "model_inputs",
     "model_outputs",
     "needs_model",
+    "PATH_EXACT",
     "PATH_FLOOR",
+    "PATH_MOST",
     "PATH_WORK",
     "parse_strategy",
     "path_free",
@@ -116,6 +118,13 @@ FOREST_STRATEGY_TREES = 50
 
 PATH_FLOOR = 0.3
 """``γ`` of ``EDP-F``: the share of a positive answer's gain kept however likely a path is."""
+
+PATH_EXACT = 512
+"""EDP-F scores the best this many candidates exactly (above any batch's ``k``); the others
+keep the score of their least possible path chance (see :func:`_path_free_of_contenders`)."""
+
+PATH_MOST = 4096
+"""The most candidates whose path chance one EDP-F scoring computes."""
 
 PATH_WORK = 4_000_000
 """Bound on the entries :func:`path_free` reads per call; past it, the lowest-scored
@@ -275,11 +284,14 @@ def path_free(closure: Closure, pool, proba, candidates: np.ndarray,
     n = closure.n
     if values is None:
         values = closure.values(pool[:, 0], pool[:, 1])
-    open_rows = np.flatnonzero(values < 0)
-    u = sp.csr_matrix((np.asarray(proba, dtype=np.float64)[open_rows],
-                       (pool[open_rows, 0], pool[open_rows, 1])), shape=(n, n))
-    ut = u.T.tocsr()
     a, b = pool[candidates, 0], pool[candidates, 1]
+    # only the undecided pool pairs in a candidate's row or column are ever read
+    in_row, in_col = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    in_row[a], in_col[b] = True, True
+    read = np.flatnonzero((values < 0) & (in_row[pool[:, 0]] | in_col[pool[:, 1]]))
+    u = sp.csr_matrix((np.asarray(proba, dtype=np.float64)[read],
+                       (pool[read, 0], pool[read, 1])), shape=(n, n))
+    ut = u.T.tocsr()
     cost = np.diff(u.indptr)[a] + np.diff(ut.indptr)[b]
     order = np.arange(len(candidates)) if order is None else np.asarray(order)
     within = np.cumsum(cost[order]) <= budget
@@ -304,6 +316,29 @@ def path_free(closure: Closure, pool, proba, candidates: np.ndarray,
     out = np.zeros(len(candidates))
     out[take] = np.exp(logs)
     return out
+
+
+def _path_free_of_contenders(closure, pool, proba, rows, p, gp, gn, values) -> np.ndarray:
+    """:func:`path_free` of the candidates that can rank among the best :data:`PATH_EXACT`.
+
+    EDP-F's score lies between its value with ``free = 0`` and with ``free = 1``; a candidate
+    whose upper bound is below the ``PATH_EXACT``-th best lower bound cannot reach that rank,
+    so it keeps ``free = 0`` (its lower bound) and its path chance is never computed. The
+    first ``PATH_EXACT`` of the ranking are exact while at most :data:`PATH_MOST` candidates
+    contend (always in the shared domains' pools); past that, the ``PATH_MOST`` with the
+    highest upper bounds are scored exactly and the rest keep their lower bound.
+    """
+    upper = expected_decided(p, gp, gn)
+    lower = expected_decided(p, PATH_FLOOR * gp, gn)
+    keep = min(len(rows), PATH_EXACT)
+    threshold = np.partition(lower, len(lower) - keep)[len(lower) - keep]
+    contenders = np.flatnonzero(upper >= threshold)
+    if len(contenders) > PATH_MOST:  # flat scores of a huge pool: the highest upper bounds
+        contenders = contenders[np.argpartition(-upper[contenders], PATH_MOST)[:PATH_MOST]]
+    free = np.zeros(len(rows))
+    order = np.argsort(-upper[contenders], kind="stable")
+    free[contenders] = path_free(closure, pool, proba, rows[contenders], order, values=values)
+    return free
 
 
 def least_confidence(p: np.ndarray) -> np.ndarray:
@@ -471,8 +506,7 @@ def score_candidates(strategy: str, *, closure: Closure | None, pool, X, candida
                 # a row registered after the model was trained may have no p yet (NaN)
                 proba = np.nan_to_num(outputs.proba, nan=0.5)
                 p = proba[rows]
-                order = np.argsort(-expected_decided(p, gp, gn), kind="stable")
-                free = path_free(closure, pool, proba, rows, order, values=values)
+                free = _path_free_of_contenders(closure, pool, proba, rows, p, gp, gn, values)
                 weight = PATH_FLOOR + (1.0 - PATH_FLOOR) * free
                 return Scores(rows, expected_decided(p, weight * gp, gn), gp, gn)
             return Scores(rows, expected_decided(p, gp, gn), gp, gn)

@@ -201,11 +201,23 @@ def _fit(key: ModelKey, X: np.ndarray, y: np.ndarray) -> Any:
     return forest.fit(X, y.astype(np.int64))
 
 
-def _fit_outputs(key: ModelKey, X: np.ndarray, y: np.ndarray,
-                 X_pool: np.ndarray) -> ModelOutputs | None:
-    """Fit and compute the pool's outputs: what the worker process runs (None: not fitted)."""
-    estimator = _fit(key, X, y)
-    return None if estimator is None else _outputs(key, estimator, X_pool)
+def _inputs(key: ModelKey, X: np.ndarray, concepts: np.ndarray | None,
+            values: np.ndarray) -> np.ndarray:
+    """What the model of ``key`` sees: ``X``, or for a forest strategy also the reverse pair's
+    features and the concepts' decided shares (:func:`reasoning.strategies.model_inputs`)."""
+    if key.purpose != "strategy" or concepts is None:
+        return X
+    return model_inputs(_STRATEGY_MODELS[key.kind][0], concepts, X, values)
+
+
+def _fit_outputs(key: ModelKey, X: np.ndarray, concepts: np.ndarray | None,
+                 values: np.ndarray, mask: np.ndarray) -> ModelOutputs | None:
+    """Build the inputs, fit and compute the pool's outputs: what the worker process runs
+    (None: not fitted). The inputs are built here, so that only the pool's own features
+    travel to the worker."""
+    inputs = _inputs(key, X, concepts, values)
+    estimator = _fit(key, inputs[mask], values[mask] == 1)
+    return None if estimator is None else _outputs(key, estimator, inputs)
 
 
 def _worker_start(nice: int) -> None:
@@ -248,9 +260,12 @@ def _worker_broke() -> None:
 
 @dataclass(frozen=True)
 class _Snapshot:
-    """What one training needs, taken under the state's lock in a moment (no copies)."""
+    """What one training needs, taken under the state's lock in a moment (no copies).
+
+    ``concepts`` (the pool's pairs) only for a forest strategy, whose inputs need them."""
 
     X: np.ndarray
+    concepts: np.ndarray | None
     mask: np.ndarray
     values: np.ndarray
     trained_on: TrainingKey
@@ -272,28 +287,25 @@ def _snapshot(state: ProjectState, key: ModelKey) -> _Snapshot:
             mask = mask & state.pool_asserted()
         pool = state.pool
         trained_on, version, events = state.training_key(), state.version, state.label_events
-    # outside the lock: the pool and the values are replaced, never changed, so these stay
-    # the snapshot's; the forest family also sees the reverse pair and the decided shares
-    X = pool.X
-    if key.purpose == "strategy":
-        X = model_inputs(_STRATEGY_MODELS[key.kind][0], pool.concepts, X, values)
-    return _Snapshot(X, mask, values, trained_on, version, events)
+    # the pool and the values are replaced, never changed: these stay the snapshot's
+    concepts = pool.concepts if key.purpose == "strategy" and key.kind == "forest" else None
+    return _Snapshot(pool.X, concepts, mask, values, trained_on, version, events)
 
 
 def train(state: ProjectState, key: ModelKey) -> TrainedModel:
     """Train ``key`` here, on the state as it is now (``state.lock`` only for the snapshot)."""
     snap = _snapshot(state, key)
-    X, y = snap.X[snap.mask], snap.values[snap.mask] == 1
-    estimator = _fit(key, X, y)
-    outputs = _outputs(key, estimator, snap.X) if estimator is not None else None
+    inputs = _inputs(key, snap.X, snap.concepts, snap.values)
+    estimator = _fit(key, inputs[snap.mask], snap.values[snap.mask] == 1)
+    outputs = _outputs(key, estimator, inputs) if estimator is not None else None
     return snap.model(key, estimator, outputs, estimator is not None)
 
 
 def submit(state: ProjectState, key: ModelKey, nice: int) -> tuple[_Snapshot, Future[Any]]:
     """Start training ``key`` in the worker process; its outputs come back in the future."""
     snap = _snapshot(state, key)
-    X, y = snap.X[snap.mask], snap.values[snap.mask] == 1
-    return snap, _worker_pool(nice).submit(_fit_outputs, key, X, y, snap.X)
+    return snap, _worker_pool(nice).submit(_fit_outputs, key, snap.X, snap.concepts,
+                                           snap.values, snap.mask)
 
 
 class Trainer:

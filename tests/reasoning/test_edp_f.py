@@ -172,3 +172,32 @@ def test_path_free_reads_a_large_closure_sparsely_and_agrees():
     for i, row in enumerate(rows.tolist()):
         a, b = pool[row]
         assert got[i] == pytest.approx(brute_path_free(closure, pool, p, a, b), abs=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([(1, 10_000), (3, 10_000), (2, 3)]))
+def test_edp_f_scores_its_best_exactly_and_no_other_above_them(seed, bounds):
+    import reasoning.strategies as strategies
+
+    exact_first, most = bounds
+    closure, pool, p, _ = random_case(seed)
+    ones = np.ones(len(pool))
+    full = score_candidates("EDP-F", closure=closure, pool=pool, X=p,
+                            candidates=np.ones(len(pool), bool), model=FixedProbabilities())
+    saved = strategies.PATH_EXACT, strategies.PATH_MOST
+    strategies.PATH_EXACT, strategies.PATH_MOST = exact_first, most
+    try:
+        pruned = score_candidates("EDP-F", closure=closure, pool=pool, X=p,
+                                  candidates=np.ones(len(pool), bool),
+                                  model=FixedProbabilities())
+    finally:
+        strategies.PATH_EXACT, strategies.PATH_MOST = saved
+    assert pruned.rows.tolist() == full.rows.tolist()
+    for i, row in enumerate(full.rows.tolist()):  # never above the exact score, never below
+        gp, gn = brute_gains(closure, pool, ones, ones, *pool[row])  # the least path chance
+        q = p[row, 0]
+        assert q * PATH_FLOOR * gp + (1 - q) * gn - 1e-9 <= pruned.scores[i]
+        assert pruned.scores[i] <= full.scores[i] + 1e-9
+    if most >= len(full.rows):  # every contender computed: the best ones are exact
+        best = np.sort(full.scores)[::-1][:exact_first]
+        np.testing.assert_allclose(np.sort(pruned.scores)[::-1][:exact_first], best)
