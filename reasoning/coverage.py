@@ -181,8 +181,7 @@ def run_coverage(pairs, X, truth, n: int, strategy: str, *, repeat: int = 0, see
             labeled = asker.queried
             y = truth[labeled].astype(np.int8)
             candidates = ~asker.queried
-        inputs = model_inputs(strategy, pairs, X, asker.values if reasoning
-                              else np.where(labeled, truth, -1).astype(np.int8))
+        inputs = model_inputs(strategy, pairs, X, asker.values)
         model = (fit_model(strategy, inputs[labeled], y, random_state=model_seed,
                            estimator=estimator) if needs_model(strategy) else None)
         chosen = select(strategy, closure=asker.closure if reasoning else None, pool=pairs,

@@ -27,8 +27,9 @@ RATE_FEATURES = 8
 """Columns of :func:`label_rates`."""
 
 
-def _dense(pool: np.ndarray) -> tuple[np.ndarray, int]:
-    """The pool's concepts renumbered ``0 … n − 1`` (ids may be large and sparse)."""
+def _dense(pool) -> tuple[np.ndarray, int]:
+    """The pool's concepts renumbered ``0 … n − 1`` (ids may be large and sparse), and ``n``."""
+    pool = np.asarray(pool, dtype=np.int64).reshape(-1, 2)
     names, inverse = np.unique(pool, return_inverse=True)
     return inverse.reshape(pool.shape), len(names)
 
@@ -39,15 +40,17 @@ def reverse_features(pool, X) -> np.ndarray:
     ``pool`` holds the pairs as non-negative integers (concept indices or ids); a reverse pair
     counts only where it is a row of ``pool`` too.
     """
-    pool = np.asarray(pool, dtype=np.int64).reshape(-1, 2)
-    X = np.asarray(X, dtype=np.float64).reshape(len(pool), -1)
-    out = np.zeros((len(pool), X.shape[1] + 1))
-    if not len(pool):
+    return _reverse(*_dense(pool), X)
+
+
+def _reverse(dense: np.ndarray, n: int, X) -> np.ndarray:
+    X = np.asarray(X, dtype=np.float64).reshape(len(dense), -1)
+    out = np.zeros((len(dense), X.shape[1] + 1))
+    if not len(dense):
         return out
-    dense, width = _dense(pool)
-    keys = dense[:, 0] * width + dense[:, 1]
+    keys = dense[:, 0] * n + dense[:, 1]
     order = np.argsort(keys, kind="stable")
-    wanted = dense[:, 1] * width + dense[:, 0]
+    wanted = dense[:, 1] * n + dense[:, 0]
     at = np.minimum(np.searchsorted(keys[order], wanted), len(order) - 1)
     found = keys[order][at] == wanted
     rows = order[at[found]]
@@ -63,11 +66,13 @@ def label_rates(pool, values) -> np.ndarray:
     ``a`` as first concept, of ``b`` as second, of ``a`` as second, of ``b`` as first (each
     ``(positive + ½) / (decided + 1)``), then ``log(1 + positives)`` of the same four.
     """
-    pool = np.asarray(pool, dtype=np.int64).reshape(-1, 2)
+    return _rates(*_dense(pool), values)
+
+
+def _rates(dense: np.ndarray, n: int, values) -> np.ndarray:
     values = np.asarray(values)
-    if not len(pool):
+    if not len(dense):
         return np.zeros((0, RATE_FEATURES))
-    dense, n = _dense(pool)
     a, b = dense[:, 0], dense[:, 1]
     yes = (values == 1).astype(np.float64)
     no = (values == 0).astype(np.float64)
@@ -89,7 +94,8 @@ def label_rates(pool, values) -> np.ndarray:
 
 
 def forest_features(pool, X, values) -> np.ndarray:
-    """``[X, reverse_features, label_rates]``: what the ``EDP-F`` model is trained on."""
+    """``[X, reverse_features, label_rates]``: what the ``EDP-F`` model is trained on (the
+    pool's concepts renumbered once for both)."""
     X = np.asarray(X, dtype=np.float64)
-    return np.hstack([X.reshape(len(X), -1), reverse_features(pool, X),
-                      label_rates(pool, values)])
+    dense, n = _dense(pool)
+    return np.hstack([X.reshape(len(X), -1), _reverse(dense, n, X), _rates(dense, n, values)])

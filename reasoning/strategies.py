@@ -501,11 +501,13 @@ def score_candidates(strategy: str, *, closure: Closure | None, pool, X, candida
                 from reasoning.consistent import soft_probabilities
 
                 outputs = ModelOutputs(proba=soft_probabilities(closure, pool, outputs.proba))
-            p = _positive_share(outputs, rows)
+            proba = None
             if strategy == "EDP-F" and outputs is not None and outputs.proba is not None:
                 # a row registered after the model was trained may have no p yet (NaN)
                 proba = np.nan_to_num(outputs.proba, nan=0.5)
-                p = proba[rows]
+                outputs = ModelOutputs(proba=proba)
+            p = _positive_share(outputs, rows)
+            if proba is not None:
                 free = _path_free_of_contenders(closure, pool, proba, rows, p, gp, gn, values)
                 weight = PATH_FLOOR + (1.0 - PATH_FLOOR) * free
                 return Scores(rows, expected_decided(p, weight * gp, gn), gp, gn)

@@ -203,9 +203,10 @@ def _fit(key: ModelKey, X: np.ndarray, y: np.ndarray) -> Any:
 
 def _inputs(key: ModelKey, X: np.ndarray, concepts: np.ndarray | None,
             values: np.ndarray) -> np.ndarray:
-    """What the model of ``key`` sees: ``X``, or for a forest strategy also the reverse pair's
-    features and the concepts' decided shares (:func:`reasoning.strategies.model_inputs`)."""
-    if key.purpose != "strategy" or concepts is None:
+    """What the model of ``key`` sees: ``X``, or for a forest strategy (the snapshot holds its
+    ``concepts``) also the reverse pair's features and the concepts' decided shares
+    (:func:`reasoning.strategies.model_inputs`)."""
+    if concepts is None:
         return X
     return model_inputs(_STRATEGY_MODELS[key.kind][0], concepts, X, values)
 
