@@ -298,15 +298,19 @@ def consistent_differences(rows: Iterable[dict],
     return out
 
 
+def _table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A Markdown table of ``columns`` and one line per row of cells."""
+    lines = ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
+    lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
 def consistent_table(differences: list[dict]) -> str:
     """The consistent map against the raw forest as a Markdown table."""
-    lines = ["| domain | strategy | queries | consistent − forest AUC (95% CI) | ahead |",
-             "|---|---|---|---|---|"]
-    for d in differences:
-        lines.append(f"| {d['domain']} | {d['strategy']} | {d['queries']} | "
-                     f"{d['difference']:+.4f} ± {d['half_width']:.4f} | "
-                     f"{d['ahead']}/{d['runs']} |")
-    return "\n".join(lines) + "\n"
+    return _table(["domain", "strategy", "queries", "consistent − forest AUC (95% CI)", "ahead"],
+                  ([d["domain"], d["strategy"], d["queries"],
+                    f"{d['difference']:+.4f} ± {d['half_width']:.4f}",
+                    f"{d['ahead']}/{d['runs']}"] for d in differences))
 
 
 def curve_mean_differences(rows: Iterable[dict],
@@ -353,26 +357,23 @@ def curve_mean_differences(rows: Iterable[dict],
 
 def curve_mean_table(differences: list[dict]) -> str:
     """:func:`curve_mean_differences` as a Markdown table."""
-    lines = ["| domain | comparison | queries | mean AUC | difference (95% CI) | ahead |",
-             "|---|---|---|---|---|---|"]
-    for d in differences:
-        lines.append(f"| {d['domain']} | {d['first']} − {d['second']} | 0–{d['queries']} | "
-                     f"{d['mean_first']:.4f} vs {d['mean_second']:.4f} | "
-                     f"{d['difference']:+.4f} ± {d['half_width']:.4f} | "
-                     f"{d['ahead']}/{d['runs']} |")
-    return "\n".join(lines) + "\n"
+    return _table(["domain", "comparison", "queries", "mean AUC", "difference (95% CI)",
+                   "ahead"],
+                  ([d["domain"], f"{d['first']} − {d['second']}", f"0–{d['queries']}",
+                    f"{d['mean_first']:.4f} vs {d['mean_second']:.4f}",
+                    f"{d['difference']:+.4f} ± {d['half_width']:.4f}",
+                    f"{d['ahead']}/{d['runs']}"] for d in differences))
 
 
 def claims_table(differences: list[dict]) -> str:
     """The paired differences as a Markdown table."""
-    lines = ["| domain | comparison | queries | AUC difference (95% CI) | ahead | labeled |",
-             "|---|---|---|---|---|---|"]
-    for d in differences:
-        lines.append(f"| {d['domain']} | {d['first']} − {d['second']} | {d['queries']} | "
-                     f"{d['auc_difference']:+.3f} ± {d['half_width']:.3f} | "
-                     f"{d['ahead']}/{d['runs']} | "
-                     f"{d['labeled_first']:.0f} vs {d['labeled_second']:.0f} |")
-    return "\n".join(lines) + "\n"
+    return _table(["domain", "comparison", "queries", "AUC difference (95% CI)", "ahead",
+                   "labeled"],
+                  ([d["domain"], f"{d['first']} − {d['second']}", d["queries"],
+                    f"{d['auc_difference']:+.3f} ± {d['half_width']:.3f}",
+                    f"{d['ahead']}/{d['runs']}",
+                    f"{d['labeled_first']:.0f} vs {d['labeled_second']:.0f}"]
+                   for d in differences))
 
 
 def write_outputs(out: Path, rows: list[dict], runs: list[dict], timing: list[dict], *,
