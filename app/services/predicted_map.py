@@ -9,27 +9,27 @@ from __future__ import annotations
 import numpy as np
 
 from app.schemas import ModelInfo, PredictionItem, PredictionPage, label_value
-from app.services.state import ProjectState
+from app.services.training import prediction_key
+from app.services.unit import ProjectView
 from reasoning.consistent import SOURCES, consistent_map
 
 __all__ = ["consistent_page"]
 
 
-def consistent_page(state: ProjectState, proba: np.ndarray, info: ModelInfo | None, *,
+def consistent_page(view: ProjectView, proba: np.ndarray, info: ModelInfo | None, *,
                     limit: int, offset: int, min_probability: float | None) -> PredictionPage:
     """Every pool pair with its label in the completed map, its probability and its source.
 
+    ``proba`` is the project's prediction model's (:func:`app.services.queries.prediction_of`).
     Decided pairs keep their label (probability 1 or 0, source asserted or inferred); the
     others take the completion's label and a probability on its side of 0.5 (source predicted,
     or forced where consistency overrode the pair's own prediction).
     """
-    key = state.training_key()
-    cached = state.completed_map
-    if cached is not None and cached[0] == key and cached[1] is proba:
-        completed = cached[2]  # once per model and decided set, not per request (or page)
-    else:
-        completed = consistent_map(state.closure, state.pool_index(), proba)
-        state.completed_map = (key, proba, completed)
+    state = view.state
+    # once per model and decided set, not per request (or page): kept with the model
+    completed = view.trainer.completed_map(
+        state, prediction_key(view.project.prediction_model), proba,
+        lambda: consistent_map(state.closure, state.pool_index(), proba))
     keep = np.ones(len(proba), dtype=bool)
     if min_probability is not None:
         keep = completed.probability >= min_probability

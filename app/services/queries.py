@@ -98,7 +98,7 @@ def next_queries(work: ProjectWork, strategy: str, k: int, annotator: str | None
             candidates &= ~np.isin(state.pool.ids, np.fromiter(leased, dtype=np.int64))
         if not candidates.any():
             return _Choice(None, [], int(undecided.sum()), model)
-        outputs = model.pool_outputs(state) if model is not None else None
+        outputs = work.trainer.pool_outputs(state, model) if model is not None else None
         chosen = select_rows(strategy, closure=state.closure, pool=state.pool_index(),
                              X=state.pool.X, candidates=candidates,
                              model=None, outputs=outputs, k=k,
@@ -158,7 +158,7 @@ def prediction_of(view: ProjectView, *, fresh: bool = False
                   ) -> tuple[np.ndarray | None, ModelInfo | None]:
     """The prediction model's ``p(positive)`` of every pool pair (None: no model yet)."""
     model = view.model(prediction_key(view.project.prediction_model), fresh=fresh)
-    outputs = model.pool_outputs(view.state) if model is not None else None
+    outputs = view.trainer.pool_outputs(view.state, model) if model is not None else None
     proba = outputs.proba if outputs is not None else None
     return proba, _model_info(view, model)
 
@@ -174,7 +174,7 @@ def predictions(view: ProjectView, *, limit: int, offset: int, min_probability: 
     if consistent and proba is not None:
         from app.services.predicted_map import consistent_page
 
-        return consistent_page(view.state, proba, info, limit=limit, offset=offset,
+        return consistent_page(view, proba, info, limit=limit, offset=offset,
                                min_probability=min_probability)
     state = view.state
     values = state.values

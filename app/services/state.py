@@ -1,13 +1,13 @@
 """The in-memory reasoning state of each project: a cache of the database, kept in step.
 
 The database is the source of truth. Each process keeps, per project, the closure of the live
-asserted labels (concepts keyed by their database ids), an immutable snapshot of the pool, the
-decided value of every pool pair, and the newest models trained on them, stamped with the
-project's ``version``. Every request brings the cache up to the project row's version before
-answering (:func:`catch_up`): it loads the concepts and pool pairs added since, and applies the
-labels asserted since its version; only after a retraction (``retraction_version`` newer than
-the cache) is the closure rebuilt from scratch. So several processes on one database answer
-alike.
+asserted labels (concepts keyed by their database ids), an immutable snapshot of the pool and
+the decided value of every pool pair, stamped with the project's ``version`` (the models
+trained on them belong to the trainer, :mod:`app.services.training`). Every request brings the
+cache up to the project row's version before answering (:func:`catch_up`): it loads the
+concepts and pool pairs added since, and applies the labels asserted since its version; only
+after a retraction (``retraction_version`` newer than the cache) is the closure rebuilt from
+scratch. So several processes on one database answer alike.
 
 Lock discipline
 ---------------
@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from sqlalchemy import func, select
@@ -37,9 +38,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from models import AssertedLabel, Concept, PoolPair, Project
 from reasoning.closure import Closure, Label, Update
-
-if TYPE_CHECKING:
-    from app.services.training import TrainedModel
 
 __all__ = [
     "FEATURE_DTYPE",
@@ -161,15 +159,13 @@ class ProjectState:
         self.lock = threading.Lock()
         self.generation = 0
         self.mutations = 0
-        self.models: dict[str, TrainedModel] = {}
-        self.wanted: set[str] = set()
         self.invalidate()
 
     def invalidate(self) -> None:
-        """Forget everything but the trained models; the next :func:`catch_up` rebuilds.
+        """Forget everything; the next :func:`catch_up` rebuilds.
 
-        Models stay: they are the newest that exist (their ``labels_behind`` says how far
-        behind), and the trainer replaces them.
+        The trainer's models of the project stay: they are the newest that exist (their
+        ``labels_behind`` says how far behind), and the trainer replaces them.
         """
         self.version = -1
         self.created_at: datetime | None = None
@@ -181,8 +177,6 @@ class ProjectState:
         self.labels: dict[tuple[int, int], LiveLabel] = {}
         self.pair_of_label: dict[int, tuple[int, int]] = {}
         self.label_events = 0
-        # The consistent map of the newest prediction model: (training key, p, the map).
-        self.completed_map: tuple[TrainingKey, np.ndarray, Any] | None = None
         self._set_closure(Closure())
 
     # ------------------------------------------------------------------ what is decided
@@ -409,23 +403,35 @@ class StateRegistry:
 
     States are made only for projects that exist (the caller checks first); the least
     recently used one is dropped when there are too many, to be rebuilt on its next request.
+    Whoever keeps something per project beside the state (the trainer its models) hears of
+    every state that leaves, dropped or evicted (:meth:`on_drop`).
     """
 
     def __init__(self, capacity: int = MAX_CACHED_STATES) -> None:
         self._states: OrderedDict[int, ProjectState] = OrderedDict()
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[int], None]] = []
         self.capacity = capacity
 
+    def on_drop(self, listener: Callable[[int], None]) -> None:
+        """Call ``listener(project_id)`` whenever a project's state leaves the registry.
+
+        It is called after the state left, outside the registry's lock.
+        """
+        self._listeners.append(listener)
+
     def get(self, project_id: int) -> ProjectState:
+        evicted: list[int] = []
         with self._lock:
             state = self._states.get(project_id)
             if state is None:
                 state = self._states[project_id] = ProjectState(project_id)
                 while len(self._states) > self.capacity:
-                    self._states.popitem(last=False)
+                    evicted.append(self._states.popitem(last=False)[0])
             else:
                 self._states.move_to_end(project_id)
-            return state
+        self._dropped(evicted)
+        return state
 
     def cached(self, project_id: int) -> ProjectState | None:
         """The project's state if this process has one (built or not), else None."""
@@ -433,8 +439,15 @@ class StateRegistry:
             return self._states.get(project_id)
 
     def drop(self, project_id: int) -> None:
+        """Forget the project's state (a deleted project, one not found)."""
         with self._lock:
             self._states.pop(project_id, None)
+        self._dropped([project_id])
+
+    def _dropped(self, project_ids: list[int]) -> None:
+        for project_id in project_ids:
+            for listener in self._listeners:
+                listener(project_id)
 
     def __len__(self) -> int:
         with self._lock:

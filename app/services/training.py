@@ -1,7 +1,11 @@
 """Models train in the background, never inside a request.
 
-Each process has one :class:`Trainer`: a single low-priority thread that keeps the models that
-requests asked for (``state.wanted``) trained on each project's newest labels.
+Each process has one :class:`Trainer`: it owns the trained models of every project (keyed by
+project and :class:`ModelKey`), and a single low-priority thread keeps the models that requests
+asked for trained on each project's newest labels. The cached states
+(:mod:`app.services.state`) know nothing of it: the trainer reads a state for a moment to take
+a training snapshot, and drops a project's models when its state leaves the registry (the
+project deleted, or its state evicted).
 
 * **Latest wins.** A change of a project's labels or pool schedules its wanted models again;
   a model already queued stays queued once, and when its turn comes it is trained on what the
@@ -17,7 +21,8 @@ requests asked for (``state.wanted``) trained on each project's newest labels.
   model trained on the current labels (``?fresh=true``, :meth:`Trainer.wait_fresh`).
 * **Pool outputs once per model.** A model's probabilities (or committee votes) for every pool
   pair are computed once, right after it is trained; pairs registered later are computed on
-  first use and kept.
+  first use and kept (:meth:`Trainer.pool_outputs`). So is what is derived from a prediction
+  model and the decided pairs, the consistent map (:meth:`Trainer.completed_map`).
 
 The models themselves:
 
@@ -34,16 +39,16 @@ import multiprocessing
 import os
 import threading
 import time
-from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from sklearn.ensemble import RandomForestClassifier
 
-from app.services.state import ProjectState, StateRegistry, TrainingKey
+from app.services.state import Pool, ProjectState, StateRegistry, TrainingKey
 from reasoning.classifiers import make_probabilistic, positive_proba
 from reasoning.strategies import (
     ModelOutputs,
@@ -78,10 +83,6 @@ class ModelKey:
     purpose: str  # "strategy" or "prediction"
     kind: str
     closure_labels: bool
-
-    def __str__(self) -> str:
-        source = "closure" if self.closure_labels else "asserted"
-        return f"{self.purpose}:{self.kind}:{source}"
 
     @property
     def trains_here(self) -> bool:
@@ -149,32 +150,28 @@ class TrainedModel:
     def is_fresh(self, state: ProjectState) -> bool:
         return self.trained_on == state.training_key()
 
-    def pool_outputs(self, state: ProjectState) -> ModelOutputs | None:
-        """The outputs for every row of the state's pool (call holding ``state.lock``).
+    def extended(self, pool: Pool) -> TrainedModel:
+        """This model with outputs for every row of ``pool`` (itself when it has them).
 
-        Rows registered after the model was trained are computed now and kept with the model
-        (a prediction model, whose estimator is elsewhere, gives them NaN: unknown until the
-        model trained on the new pool arrives).
+        Rows registered after the model was trained are computed now (a prediction model,
+        whose estimator is elsewhere, gives them NaN: unknown until the model trained on the
+        new pool arrives).
         """
-        if not self.fitted or self.outputs is None:
-            return None
-        have, want = len(self.outputs), len(state.pool)
-        if have >= want:
-            return self.outputs
-        old = self.outputs
+        if not self.fitted or self.outputs is None or len(self.outputs) >= len(pool):
+            return self
+        old, have, want = self.outputs, len(self.outputs), len(pool)
         if self.estimator is None:
             assert old.proba is not None
             outputs = ModelOutputs(proba=np.concatenate([old.proba,
                                                          np.full(want - have, np.nan)]))
         else:
-            extra = _outputs(self.key, self.estimator, state.pool.X[have:want])
+            extra = _outputs(self.key, self.estimator, pool.X[have:want])
             outputs = ModelOutputs(
                 proba=None if old.proba is None or extra.proba is None
                 else np.concatenate([old.proba, extra.proba]),
                 votes=None if old.votes is None or extra.votes is None
                 else np.hstack([old.votes, extra.votes]))
-        state.models[str(self.key)] = replace(self, outputs=outputs)
-        return outputs
+        return replace(self, outputs=outputs)
 
 
 def _outputs(key: ModelKey, estimator: Any, X: np.ndarray) -> ModelOutputs:
@@ -309,36 +306,54 @@ def submit(state: ProjectState, key: ModelKey, nice: int) -> tuple[_Snapshot, Fu
                                            snap.values, snap.mask)
 
 
+_Entry = tuple[int, ModelKey]
+"""One project's model of one key: how the trainer files models, wishes and jobs."""
+
+M = TypeVar("M")
+
+
 class Trainer:
-    """The background trainer of one process (see the module docstring)."""
+    """The background trainer of one process, owner of the trained models (see the module
+    docstring).
+
+    Lock discipline: a request calls in holding its state's lock; the trainer's own lock
+    (``_cond``) guards its bookkeeping and is taken after a state's lock, never before one.
+    """
 
     def __init__(self, registry: StateRegistry, *, nice: int = TRAINER_NICE) -> None:
         self.registry = registry
         self.nice = nice
-        self._queue: OrderedDict[tuple[int, str], ModelKey] = OrderedDict()
+        self._models: dict[_Entry, TrainedModel] = {}
+        self._wanted: dict[int, set[ModelKey]] = {}
+        self._maps: dict[_Entry, tuple[TrainingKey, np.ndarray, Any]] = {}
+        self._queue: dict[_Entry, None] = {}  # the jobs, in the order they were scheduled
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
         self.trainings = 0
+        registry.on_drop(self.forget)
 
     # ------------------------------------------------------------------ requests' side
     def want(self, state: ProjectState, key: ModelKey) -> TrainedModel | None:
         """The newest model of ``key`` (None before any); schedules a newer one if needed.
 
-        Call holding ``state.lock``.
+        Call holding ``state.lock``. From now on every change of the state's labels or pool
+        (:meth:`changed`) trains the model again.
         """
-        state.wanted.add(str(key))
-        model = state.models.get(str(key))
-        if model is None or not model.is_fresh(state):
-            self._schedule(state.project_id, key)
-        return model
+        with self._cond:
+            self._wanted.setdefault(state.project_id, set()).add(key)
+            model = self._models.get((state.project_id, key))
+            if model is None or not model.is_fresh(state):
+                self._schedule(state.project_id, key)
+            return model
 
     def changed(self, state: ProjectState) -> None:
         """The state's labels or pool changed: schedule every model it wants."""
-        for name in list(state.wanted):  # (requests add to it under the state's lock)
-            model = state.models.get(name)
-            if model is None or not model.is_fresh(state):
-                self._schedule(state.project_id, _parse(name))
+        with self._cond:
+            for key in self._wanted.get(state.project_id, ()):
+                model = self._models.get((state.project_id, key))
+                if model is None or not model.is_fresh(state):
+                    self._schedule(state.project_id, key)
 
     def wait_fresh(self, state: ProjectState, key: ModelKey, target: TrainingKey,
                    timeout: float) -> bool:
@@ -349,7 +364,7 @@ class Trainer:
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
-                model = state.models.get(str(key))
+                model = self._models.get((state.project_id, key))
                 if model is not None and _covers(model.trained_on, target):
                     return True
                 left = deadline - time.monotonic()
@@ -357,29 +372,78 @@ class Trainer:
                     return False
                 self._cond.wait(left)
 
+    def pool_outputs(self, state: ProjectState, model: TrainedModel) -> ModelOutputs | None:
+        """``model``'s outputs for every row of the state's pool (call holding ``state.lock``).
+
+        None when the model could not be fitted. Rows registered after it was trained are
+        computed on first use and kept with the model (:meth:`TrainedModel.extended`).
+        """
+        extended = model.extended(state.pool)
+        if extended is not model:
+            entry = (state.project_id, model.key)
+            with self._cond:
+                if self._models.get(entry) is model:
+                    self._keep(entry, extended)
+        return extended.outputs if extended.fitted else None
+
+    def completed_map(self, state: ProjectState, key: ModelKey, proba: np.ndarray,
+                      complete: Callable[[], M]) -> M:
+        """What ``complete()`` makes of the prediction model ``key``'s ``proba`` (from
+        :meth:`pool_outputs`) and the state's decided pairs: made once per model and decided
+        set, and kept with the model (call holding ``state.lock``)."""
+        entry, trained_on = (state.project_id, key), state.training_key()
+        with self._cond:
+            cached = self._maps.get(entry)
+        if cached is not None and cached[0] == trained_on and cached[1] is proba:
+            completed: M = cached[2]
+            return completed
+        completed = complete()
+        with self._cond:
+            if entry in self._models:  # (not for a project dropped meanwhile)
+                self._maps[entry] = (trained_on, proba, completed)
+        return completed
+
+    def models(self, project_id: int) -> dict[ModelKey, TrainedModel]:
+        """The newest trained model of each key of a project (a copy)."""
+        with self._cond:
+            return {key: model for (pid, key), model in self._models.items()
+                    if pid == project_id}
+
+    def forget(self, project_id: int) -> None:
+        """Drop a project's models, wishes and queued jobs (its state left the registry)."""
+        with self._cond:
+            self._wanted.pop(project_id, None)
+            for table in (self._models, self._maps, self._queue):
+                for entry in [e for e in table if e[0] == project_id]:
+                    del table[entry]
+
+    def _keep(self, entry: _Entry, model: TrainedModel) -> None:
+        """File ``model`` (holding ``_cond``); what was derived from the one before goes."""
+        self._models[entry] = model
+        self._maps.pop(entry, None)
+
     # ------------------------------------------------------------------ the thread
     def _schedule(self, project_id: int, key: ModelKey) -> None:
         with self._cond:
             if self._closed:
                 return
-            self._queue.setdefault((project_id, str(key)), key)
+            self._queue.setdefault((project_id, key))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="sporal-trainer",
                                                 daemon=True)
                 self._thread.start()
             self._cond.notify_all()
 
-    def _next(self, *, block: bool = True,
-              strategy_only: bool = False) -> tuple[int, ModelKey] | None:
+    def _next(self, *, block: bool = True, strategy_only: bool = False) -> _Entry | None:
         with self._cond:
             while True:
                 if self._closed:
                     return None
-                items = [k for k, key in self._queue.items()
-                         if not strategy_only or key.trains_here]
-                if items:
-                    item = min(items, key=lambda k: self._queue[k].rank)
-                    return item[0], self._queue.pop(item)
+                jobs = [job for job in self._queue if not strategy_only or job[1].trains_here]
+                if jobs:
+                    job = min(jobs, key=lambda j: j[1].rank)
+                    del self._queue[job]
+                    return job
                 if not block:
                     return None
                 self._cond.wait()
@@ -407,14 +471,15 @@ class Trainer:
             return
         if model is None:
             return
-        with state.lock:
-            current = state.models.get(str(key))
-            if current is None or _covers(model.trained_on, current.trained_on):
-                state.models[str(key)] = model
-            stale = not model.is_fresh(state)
-        with self._cond:
+        with state.lock, self._cond:
             self.trainings += 1
             self._cond.notify_all()
+            if self.registry.cached(project_id) is not state:
+                return  # the state left meanwhile, and the project's models with it
+            current = self._models.get((project_id, key))
+            if current is None or _covers(model.trained_on, current.trained_on):
+                self._keep((project_id, key), model)
+            stale = not model.is_fresh(state)
         if stale:  # labels arrived while it trained: latest wins, train again
             self._schedule(project_id, key)
 
@@ -431,8 +496,7 @@ class Trainer:
                 if self._closed:
                     future.cancel()
                     return None
-                if not future.done() and not any(k.trains_here
-                                                 for k in self._queue.values()):
+                if not future.done() and not any(job[1].trains_here for job in self._queue):
                     self._cond.wait(timeout=1.0)
         try:
             outputs = future.result()
@@ -464,7 +528,3 @@ def _covers(have: TrainingKey, target: TrainingKey) -> bool:
         return have.generation > target.generation
     return all(h >= t for h, t in zip(have[1:], target[1:], strict=True))
 
-
-def _parse(name: str) -> ModelKey:
-    purpose, kind, source = name.split(":")
-    return ModelKey(purpose, kind, source == "closure")

@@ -100,7 +100,7 @@ def test_the_model_appears_once_both_classes_are_labeled(client: TestClient) -> 
 
 
 def _models(client: TestClient, pid: int) -> dict:
-    return dict(client.app.state.reasoning.get(pid).models)  # type: ignore[attr-defined]
+    return client.app.state.trainer.models(pid)  # type: ignore[attr-defined]
 
 
 def test_the_model_is_retrained_only_when_the_labels_changed(client: TestClient) -> None:
