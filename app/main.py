@@ -148,7 +148,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   docs_url=None, redoc_url=None)  # offline ones: install_docs below
     app.state.settings = settings
     app.state.database = database
-    app.state.reasoning = registry
+    app.state.project_states = registry
     app.state.trainer = trainer
     app.state.inflight = InFlight()
     install_error_handlers(app)

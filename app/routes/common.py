@@ -69,7 +69,7 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 def get_registry(request: Request) -> StateRegistry:
-    registry: StateRegistry = request.app.state.reasoning
+    registry: StateRegistry = request.app.state.project_states
     return registry
 
 
@@ -98,7 +98,7 @@ def _unit(kind: type[ProjectView]) -> Callable[..., Iterator[ProjectView]]:
                    request: Request) -> Iterator[ProjectView]:
         app_state = request.app.state
         settings: Settings = app_state.settings
-        with open_project(kind, session, app_state.reasoning, app_state.trainer, project_id,
+        with open_project(kind, session, app_state.project_states, app_state.trainer, project_id,
                           fresh_timeout=settings.fresh_timeout,
                           limits=Limits.of(settings)) as unit:
             yield unit

@@ -43,7 +43,7 @@ def _run(app_state: Any, project_id: int, spool: IO[bytes],
         return _Unclosed(spool)
 
     with app_state.database.sessions() as session, open_project(
-            ProjectWork, session, app_state.reasoning, app_state.trainer, project_id,
+            ProjectWork, session, app_state.project_states, app_state.trainer, project_id,
             fresh_timeout=app_state.settings.fresh_timeout,
             limits=Limits.of(app_state.settings)) as work:
         return import_source(work, file_source(reopen, fmt))

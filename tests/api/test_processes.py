@@ -38,7 +38,7 @@ def test_a_second_process_catches_up_by_applying_new_labels(
     pid = new_project(one, NAMES)
     label(one, pid, "a", "b")
     assert _status(two, pid, "b", "a") == "negative"  # two builds its cache
-    state = two.app.state.reasoning.get(pid)  # type: ignore[attr-defined]
+    state = two.app.state.project_states.get(pid)  # type: ignore[attr-defined]
     cached = state.closure
     label(one, pid, "b", "c")
     assert _status(two, pid, "a", "c") == "positive"
@@ -55,7 +55,7 @@ def test_a_retraction_elsewhere_makes_a_process_rebuild(
     first = label(one, pid, "a", "b").json()["id"]
     label(one, pid, "b", "c")
     assert _status(two, pid, "a", "c") == "positive"
-    state = two.app.state.reasoning.get(pid)  # type: ignore[attr-defined]
+    state = two.app.state.project_states.get(pid)  # type: ignore[attr-defined]
     cached = state.closure
     one.delete(f"/projects/{pid}/labels/{first}")
     assert _status(two, pid, "a", "c") == "undecided"

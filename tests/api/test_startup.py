@@ -31,13 +31,13 @@ def test_a_starting_process_builds_every_project_from_the_database(
     pids = [_project_with_labels(one), new_project(one, ["x"])]
     with caplog.at_level(logging.WARNING, logger="sporal"):
         two = make_client()  # a process started later on the same database
-    registry = two.app.state.reasoning  # type: ignore[attr-defined]
+    registry = two.app.state.project_states  # type: ignore[attr-defined]
     for pid in pids:
         state = registry.cached(pid)  # before any request of the new process
         assert state is not None
         project = one.get(f"/projects/{pid}").json()
         assert state.version == project["version"]
-        theirs = one.app.state.reasoning.cached(pid)  # type: ignore[attr-defined]
+        theirs = one.app.state.project_states.cached(pid)  # type: ignore[attr-defined]
         assert state.closure.asserted == theirs.closure.asserted
         assert set(state.closure.decided()) == set(theirs.closure.decided())
     assert any("reasoning cache built" in r.getMessage() and "2 project(s), 2 live label(s)"
@@ -51,7 +51,7 @@ def test_warm_up_can_be_switched_off(make_client: Callable[..., TestClient]) -> 
     one = make_client()
     pid = _project_with_labels(one)
     two = make_client(warm_up=False)
-    registry = two.app.state.reasoning  # type: ignore[attr-defined]
+    registry = two.app.state.project_states  # type: ignore[attr-defined]
     assert registry.cached(pid) is None
     assert two.get(f"/projects/{pid}/pairs/status",
                    params={"a": "a", "b": "c"}).json()["status"] == "positive"

@@ -106,7 +106,7 @@ def test_answers_name_a_stale_model_and_how_far_behind_it_is(
 def test_a_failure_after_the_closure_changed_invalidates_the_cache(
         client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     pid = _project(client)
-    state = client.app.state.reasoning.get(pid)  # type: ignore[attr-defined]
+    state = client.app.state.project_states.get(pid)  # type: ignore[attr-defined]
     decided = len(state.closure)
 
     def failing(*args: Any) -> None:
@@ -121,12 +121,12 @@ def test_a_failure_after_the_closure_changed_invalidates_the_cache(
     monkeypatch.undo()
     status = client.get(f"/projects/{pid}/pairs/status", params={"a": "c0", "b": "c2"}).json()
     assert status["status"] == "undecided"  # nothing of the failed label survived
-    assert len(client.app.state.reasoning.get(pid).closure) == decided  # type: ignore[attr-defined]
+    assert len(client.app.state.project_states.get(pid).closure) == decided  # type: ignore[attr-defined]
     assert label(client, pid, "c1", "c2").status_code == 201
 
 
 def test_no_cached_state_for_a_project_that_does_not_exist(client: TestClient) -> None:
-    registry = client.app.state.reasoning  # type: ignore[attr-defined]
+    registry = client.app.state.project_states  # type: ignore[attr-defined]
     before = len(registry)
     for pid in (987_654, 987_655):
         assert_problem(client.get(f"/projects/{pid}/next"), 404, "project-not-found")
