@@ -72,14 +72,20 @@ def run(
         help="sporal's strategy (default: the service's).")] = None,
     reconcile_every: Annotated[float, typer.Option(
         help="Seconds between reconciles from Label Studio's export.")] = 60.0,
+    max_body: Annotated[int, typer.Option(
+        min=1, help="Largest webhook body accepted, in bytes (larger: 413).")] = 1024 * 1024,
+    queue_size: Annotated[int, typer.Option(
+        min=1, help="Webhook events waiting for the worker at most (more: 503, and the next "
+        "reconcile recovers them).")] = 1000,
 ) -> None:
     """Serve the webhook and keep Label Studio's open tasks and sporal's labels in step."""
-    from sporal_labelstudio.server import Runner
+    from sporal_labelstudio.server import Limits, Runner
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     adapter = _adapter(sporal_url, sporal_key, project, ls_url, ls_token, window, state, strategy)
     adapter.setup(webhook_url or f"http://{listen}/webhook")  # idempotent; repairs drift
-    runner = Runner(adapter, listen, reconcile_every=reconcile_every)
+    runner = Runner(adapter, listen, reconcile_every=reconcile_every,
+                    limits=Limits(max_body=max_body, queue_size=queue_size))
     signal.signal(signal.SIGTERM, lambda *_: runner.stop())
     try:
         runner.serve()

@@ -1,9 +1,16 @@
 """``sporal labelstudio run``: the webhook endpoint and the one worker that applies events.
 
 Label Studio posts each webhook once and waits at most a second, so the endpoint only checks
-the shared secret, queues the payload and answers 200; the worker applies the queue in order,
-refreshes the window after each burst of events and on a timer shorter than sporal's lease, and
-reconciles from the export at start and every ``reconcile_every`` seconds.
+the shared secret and the event's shape, queues the payload and answers 200; the worker applies
+the queue in order, refreshes the window after each burst of events and on a timer shorter than
+sporal's lease, and reconciles from the export at start and every ``reconcile_every`` seconds.
+
+Every input is bounded (:class:`Limits`): one ``Content-Length`` of at most ``max_body`` bytes
+(413 beyond it, decided before reading; 400 when it is missing, repeated or not a number), a
+body read within ``read_timeout`` seconds (408), JSON nested at most ``max_depth`` deep and an
+object with a string ``action`` (400 otherwise), and at most ``queue_size`` events waiting (503
+with ``Retry-After`` beyond it: the periodic reconcile recovers what was refused). ``GET
+/health`` says whether the worker is alive and how many events wait (503 once it has stopped).
 """
 
 from __future__ import annotations
@@ -12,16 +19,29 @@ import hmac
 import json
 import logging
 import queue
+import re
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from sporal_labelstudio.adapter import SECRET_HEADER, Adapter
 
-__all__ = ["Runner", "WebhookServer", "parse_listen"]
+__all__ = ["Limits", "Refused", "Runner", "WebhookServer", "parse_event", "parse_listen"]
 
 logger = logging.getLogger("sporal.labelstudio")
+
+# Label Studio's payloads are a few kilobytes (the ``project`` member, its settings, is the
+# largest part) and nested about ten deep; the limits leave ample room above that.
+MAX_BODY = 1024 * 1024
+MAX_DEPTH = 64
+QUEUE_SIZE = 1000
+READ_TIMEOUT = 10.0
+RETRY_AFTER = 5
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -30,47 +50,159 @@ def parse_listen(listen: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What the webhook endpoint accepts (see the module's docstring)."""
+
+    max_body: int = MAX_BODY  # bytes
+    max_depth: int = MAX_DEPTH  # nested arrays and objects
+    queue_size: int = QUEUE_SIZE  # events waiting for the worker
+    read_timeout: float = READ_TIMEOUT  # seconds a request may take to arrive
+    retry_after: int = RETRY_AFTER  # seconds, in a 503's Retry-After
+
+
+class Refused(Exception):
+    """A request the endpoint answers with ``status`` (and a JSON ``detail``)."""
+
+    def __init__(self, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.headers = headers or {}
+
+
+def _too_deep(body: bytes, limit: int) -> bool:
+    """Whether the JSON text nests arrays and objects deeper than ``limit``.
+
+    Strings are cut out first (brackets inside them do not nest); an unterminated string
+    leaves text that the parser refuses anyway.
+    """
+    depth = 0
+    for byte in _NOT_BRACKET.sub(b"", _STRING.sub(b"", body)):
+        if byte in b"[{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
+def parse_event(body: bytes, max_depth: int = MAX_DEPTH) -> dict[str, Any]:
+    """The webhook payload in ``body``: a JSON object with a string ``action``, or
+    :class:`Refused` (400) saying what it is not."""
+    if _too_deep(body, max_depth):
+        raise Refused(400, f"JSON nested deeper than {max_depth}")
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        raise Refused(400, "the body is not JSON") from None
+    if not isinstance(payload, dict) or not isinstance(payload.get("action"), str):
+        raise Refused(400, "not a webhook event: a JSON object with a string action")
+    return payload
+
+
 class WebhookServer(ThreadingHTTPServer):
-    """Accepts ``POST /webhook`` with the secret header and queues the JSON payload."""
+    """Accepts ``POST /webhook`` with the secret header and queues the event for ``worker``;
+    ``GET /health`` reports the worker and the queue."""
 
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], secret: str,
-                 events: queue.Queue[dict[str, Any]]) -> None:
+                 events: queue.Queue[dict[str, Any]], worker: threading.Thread,
+                 limits: Limits | None = None) -> None:
         self.secret = secret
         self.events = events
+        self.worker = worker
+        self.limits = limits or Limits()
         super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        logger.warning("webhook request from %s failed", client_address, exc_info=True)
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: WebhookServer
 
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.limits.read_timeout)  # a stalled client ends
+
     def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
-        given = self.headers.get(SECRET_HEADER, "")
-        if self.path.rstrip("/") != "/webhook":
-            self._answer(404)
-            return
-        if not hmac.compare_digest(given.encode(), self.server.secret.encode()):
-            self._answer(403)
-            return
         try:
-            payload = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-        except ValueError:
-            self._answer(400)
+            payload = self._event()
+            self._queue(payload)
+        except Refused as refused:
+            self._answer(refused.status, {"detail": refused.detail}, refused.headers)
             return
-        self.server.events.put(payload)
-        self._answer(200)
-        logger.debug("webhook %s queued", payload.get("action"))
+        self._answer(200, {})
+        logger.debug("webhook %.64r queued", payload["action"])
 
     def do_GET(self) -> None:  # noqa: N802
-        self._answer(200 if self.path == "/health" else 404)
+        if self.path.rstrip("/") != "/health":
+            self._answer(404, {"detail": "not found"})
+            return
+        alive = self.server.worker.is_alive()
+        self._answer(200 if alive else 503, {
+            "worker": "alive" if alive else "stopped", "queue": self.server.events.qsize(),
+            "queue_size": self.server.events.maxsize})
 
-    def _answer(self, status: int) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"{}")
+    def _event(self) -> dict[str, Any]:
+        if self.path.rstrip("/") != "/webhook":
+            raise Refused(404, "not found")
+        given = self.headers.get(SECRET_HEADER, "")
+        if not hmac.compare_digest(given.encode(), self.server.secret.encode()):
+            raise Refused(403, "wrong or missing secret")
+        length = self._length()
+        try:
+            body = self.rfile.read(length)
+        except TimeoutError:
+            raise Refused(408, "the body did not arrive in time") from None
+        if len(body) < length:
+            raise Refused(400, "the body is shorter than its Content-Length")
+        return parse_event(body, self.server.limits.max_depth)
+
+    def _length(self) -> int:
+        """The body's length from its one ``Content-Length``, checked before reading."""
+        if self.headers.get("Transfer-Encoding") is not None:
+            raise Refused(400, "a Transfer-Encoding is not accepted; send a Content-Length")
+        values = self.headers.get_all("Content-Length") or []
+        if len(values) != 1:
+            raise Refused(400, "exactly one Content-Length is needed")
+        value = values[0].strip()
+        if not (value.isascii() and value.isdigit()):
+            raise Refused(400, "the Content-Length is not a number of bytes")
+        limit = self.server.limits.max_body
+        if len(value) > 18 or int(value) > limit:
+            raise Refused(413, f"the body is over {limit} bytes")
+        return int(value)
+
+    def _queue(self, payload: dict[str, Any]) -> None:
+        busy = {"Retry-After": str(self.server.limits.retry_after)}
+        if not self.server.worker.is_alive():
+            raise Refused(503, "the event worker has stopped", busy)
+        try:
+            self.server.events.put_nowait(payload)
+        except queue.Full:
+            logger.warning("event queue full (%d); refused %.64r, a reconcile recovers it",
+                           self.server.events.maxsize, payload["action"])
+            raise Refused(503, "too many events waiting", busy) from None
+
+    def _answer(self, status: int, body: dict[str, Any],
+                headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.close_connection = True  # an unread body must not be taken for a next request
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Connection", "close")
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            pass  # the client left
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         logger.debug(format, *args)
@@ -80,10 +212,14 @@ class Runner:
     """The webhook server and the worker of one adapter."""
 
     def __init__(self, adapter: Adapter, listen: str, *, reconcile_every: float = 60.0,
-                 refresh_every: float | None = None) -> None:
+                 refresh_every: float | None = None, limits: Limits | None = None) -> None:
         self.adapter = adapter
-        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.server = WebhookServer(parse_listen(listen), adapter.secret, self.events)
+        limits = limits or Limits()
+        self.events: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=limits.queue_size)
+        self.worker = threading.Thread(target=self._events, name="sporal-labelstudio-events",
+                                       daemon=True)
+        self.server = WebhookServer(parse_listen(listen), adapter.secret, self.events,
+                                    self.worker, limits)
         self.reconcile_every = reconcile_every
         self.refresh_every = refresh_every
         self.stopping = threading.Event()
@@ -109,15 +245,14 @@ class Runner:
         (refresh after a burst of events or on the timer, reconcile periodically), so that an
         answer never waits behind task creation or an export.
         """
+        self.worker.start()
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         logger.info("webhook endpoint on http://%s:%d/webhook", *self.server.server_address[:2])
-        events = threading.Thread(target=self._events, daemon=True)
-        events.start()
         try:
             self._window()
         finally:
             self.stopping.set()
-            events.join(5)
+            self.worker.join(5)
             self.server.shutdown()
             self.server.server_close()
 
@@ -127,11 +262,19 @@ class Runner:
                 payload = self.events.get(timeout=0.5)
             except queue.Empty:
                 continue
-            started = time.monotonic()
-            self._safely("event", self.adapter.handle, payload)
-            logger.info("applied %s in %.1f ms", payload.get("action"),
-                        (time.monotonic() - started) * 1000)
+            self._apply(payload)
             self.changed.set()
+
+    def _apply(self, payload: Any) -> None:
+        """Apply one event; whatever it raises is logged and the worker goes on."""
+        action = payload.get("action") if isinstance(payload, dict) else type(payload).__name__
+        started = time.monotonic()
+        try:
+            self.adapter.handle(payload)
+        except Exception:  # one failed event must not stop the adapter; reconcile repairs
+            logger.exception("event %.64r failed; the next reconcile repairs it", action)
+            return
+        logger.info("applied %.64r in %.1f ms", action, (time.monotonic() - started) * 1000)
 
     def _window(self) -> None:
         self._safely("reconcile", self.adapter.reconcile)
