@@ -17,7 +17,6 @@ from app.schemas import MAX_LIMIT, Problem
 from app.security import ProjectIdPath
 from app.services.idempotency import InFlight
 from app.services.state import StateRegistry
-from app.services.training import Trainer
 from app.services.unit import Limits, ProjectView, ProjectWork, open_project
 from app.settings import Settings
 
@@ -86,11 +85,6 @@ def get_inflight(request: Request) -> InFlight:
 RegistryDep = Annotated[StateRegistry, Depends(get_registry)]
 SettingsDep = Annotated[Settings, Depends(get_settings_of_app)]
 InFlightDep = Annotated[InFlight, Depends(get_inflight)]
-
-
-def get_trainer(request: Request) -> Trainer:
-    trainer: Trainer = request.app.state.trainer
-    return trainer
 
 
 def _unit(kind: type[ProjectView]) -> Callable[..., Iterator[ProjectView]]:
