@@ -105,3 +105,15 @@ def test_a_key_is_looked_up_once_per_request(keyed: TestClient,
     assert lookups == [own["X-API-Key"]] * 3
     assert keyed.get(f"/projects/{pid}", headers=ADMIN).status_code == 200
     assert len(lookups) == 3  # the admin key is compared, never looked up
+
+
+def test_keys_are_checked_behind_a_proxy_prefix(keyed: TestClient) -> None:
+    """Mounted under a ``root_path``, the paths the routes see are the ones checked."""
+    pid, own = _project(keyed)
+    _, theirs = _project(keyed)
+    behind_proxy = TestClient(keyed.app, root_path="/sporal")
+    assert behind_proxy.get("/sporal/projects", headers=ADMIN).status_code == 200
+    assert behind_proxy.get(f"/sporal/projects/{pid}", headers=own).status_code == 200
+    assert_problem(behind_proxy.get(f"/sporal/projects/{pid}", headers=theirs), 403,
+                   "forbidden")
+    assert_problem(behind_proxy.get("/sporal/projects"), 401, "unauthorized")
