@@ -3,12 +3,40 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from typer.core import TyperGroup
+
+if TYPE_CHECKING:
+    from typer._click import Command, Context  # the click that typer ships and subclasses
+
+
+class _Commands(TyperGroup):
+    """sporal's commands, ``labelstudio`` last, imported only when it is run or listed.
+
+    ``sporal labelstudio`` is the Label Studio adapter (:mod:`sporal_labelstudio`), a client
+    that talks HTTP to sporal and to Label Studio: no part of the service, so importing
+    :mod:`app.cli` (or :mod:`app.main`) never imports it.
+    """
+
+    LAZY = "labelstudio"
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return [*super().list_commands(ctx), self.LAZY]
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        if cmd_name != self.LAZY:
+            return super().get_command(ctx, cmd_name)
+        from sporal_labelstudio.cli import labelstudio
+
+        command = typer.main.get_command(labelstudio)
+        command.name = cmd_name  # as `add_typer(labelstudio, name=...)` would name it
+        return command
+
 
 cli = typer.Typer(help="A reasoning service for active learning of strict partial orders.",
-                  no_args_is_help=True, add_completion=False)
+                  no_args_is_help=True, add_completion=False, cls=_Commands)
 
 
 def _print_version(value: bool) -> None:
@@ -118,11 +146,6 @@ def import_data(
     if key is not None:
         typer.echo(f"created project {pid}; its api_key (shown once): {key}", err=True)
     typer.echo(json.dumps({"project": pid, **summary}))
-
-
-from sporal_labelstudio.cli import labelstudio  # noqa: E402 (the sub-app lives in its package)
-
-cli.add_typer(labelstudio, name="labelstudio")
 
 
 def main() -> None:

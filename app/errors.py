@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -364,64 +364,79 @@ _STATUS_SLUGS = {401: "unauthorized", 403: "forbidden", 404: "not-found",
                  405: "method-not-allowed", 413: "payload-too-large", 422: "validation-error"}
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Map every error the service can raise to a problem+json answer (never a bare 500)."""
+async def _service_error(request: Request, exc: ServiceError) -> Response:
+    return problem(exc.slug, exc.detail, request, headers=exc.headers, **exc.members)
 
-    @app.exception_handler(ServiceError)
-    async def _service_error(request: Request, exc: ServiceError) -> Response:
-        return problem(exc.slug, exc.detail, request, headers=exc.headers, **exc.members)
 
-    @app.exception_handler(ReasoningError)
-    async def _reasoning_error(request: Request, exc: ReasoningError) -> Response:
-        # The services check labels before the core sees them; this is the safety net.
-        if isinstance(exc, ContradictionError):
-            return problem(Contradiction.slug, str(exc), request)
-        return problem(InvalidLabel.slug, str(exc), request)
+async def _reasoning_error(request: Request, exc: ReasoningError) -> Response:
+    # The services check labels before the core sees them; this is the safety net.
+    if isinstance(exc, ContradictionError):
+        return problem(Contradiction.slug, str(exc), request)
+    return problem(InvalidLabel.slug, str(exc), request)
 
-    @app.exception_handler(RequestValidationError)
-    async def _validation_error(request: Request, exc: RequestValidationError) -> Response:
-        errors = _validation_errors(exc)
-        detail = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors[:5]
-        ) or "invalid request"
-        return problem("validation-error", detail, request, errors=errors)
 
-    @app.exception_handler(StarletteHTTPException)
-    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        if exc.status_code == 400:
-            # FastAPI's only 400: a body it could not even decode (e.g. not UTF-8). The same
-            # kind of error as malformed JSON, which FastAPI reports as 422: say 422 for both.
-            return problem("validation-error", str(exc.detail), request,
-                           errors=[{"loc": ["body"], "msg": str(exc.detail),
-                                    "type": "body_undecodable"}])
-        headers = dict(exc.headers or {})
-        if exc.status_code == 405:
-            headers["Allow"] = ", ".join(_allowed_methods(request))
-        slug = _STATUS_SLUGS.get(exc.status_code, "http-error")
-        return problem(slug, str(exc.detail), request, status=exc.status_code, headers=headers)
+async def _validation_error(request: Request, exc: RequestValidationError) -> Response:
+    errors = _validation_errors(exc)
+    detail = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors[:5]
+    ) or "invalid request"
+    return problem("validation-error", detail, request, errors=errors)
 
-    @app.exception_handler(OperationalError)
-    async def _operational_error(request: Request, exc: OperationalError) -> Response:
-        if _is_lock_timeout(exc):
-            busy = DatabaseBusy()
-            return problem(busy.slug, busy.detail, request, headers=busy.headers)
-        logger.exception("database error on %s", request.url.path)
-        return problem("internal-error", "database error", request)
 
-    @app.exception_handler(PoolTimeout)
-    async def _pool_timeout(request: Request, exc: PoolTimeout) -> Response:
+async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+    if exc.status_code == 400:
+        # FastAPI's only 400: a body it could not even decode (e.g. not UTF-8). The same
+        # kind of error as malformed JSON, which FastAPI reports as 422: say 422 for both.
+        return problem("validation-error", str(exc.detail), request,
+                       errors=[{"loc": ["body"], "msg": str(exc.detail),
+                                "type": "body_undecodable"}])
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = ", ".join(_allowed_methods(request))
+    slug = _STATUS_SLUGS.get(exc.status_code, "http-error")
+    return problem(slug, str(exc.detail), request, status=exc.status_code, headers=headers)
+
+
+async def _operational_error(request: Request, exc: OperationalError) -> Response:
+    if _is_lock_timeout(exc):
         busy = DatabaseBusy()
         return problem(busy.slug, busy.detail, request, headers=busy.headers)
+    logger.exception("database error on %s", request.url.path)
+    return problem("internal-error", "database error", request)
 
-    @app.exception_handler(IntegrityError)
-    async def _integrity_error(request: Request, exc: IntegrityError) -> Response:
-        # Writes are serialized per project, so this only happens in a genuine race
-        # (e.g. two processes creating the same row); the client can retry.
-        logger.warning("integrity error on %s: %s", request.url.path, exc.orig)
-        return problem("conflict", "a concurrent request changed the same data; retry",
-                       request)
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> Response:
-        logger.exception("unexpected error on %s", request.url.path)
-        return problem("internal-error", "unexpected error; it was logged", request)
+async def _pool_timeout(request: Request, exc: PoolTimeout) -> Response:
+    busy = DatabaseBusy()
+    return problem(busy.slug, busy.detail, request, headers=busy.headers)
+
+
+async def _integrity_error(request: Request, exc: IntegrityError) -> Response:
+    # Writes are serialized per project, so this only happens in a genuine race
+    # (e.g. two processes creating the same row); the client can retry.
+    logger.warning("integrity error on %s: %s", request.url.path, exc.orig)
+    return problem("conflict", "a concurrent request changed the same data; retry", request)
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    logger.exception("unexpected error on %s", request.url.path)
+    return problem("internal-error", "unexpected error; it was logged", request)
+
+
+_HANDLERS: tuple[tuple[type[Exception], Callable[[Request, Any], Awaitable[Response]]], ...] = (
+    (ServiceError, _service_error),
+    (ReasoningError, _reasoning_error),
+    (RequestValidationError, _validation_error),
+    (StarletteHTTPException, _http_error),
+    (OperationalError, _operational_error),
+    (PoolTimeout, _pool_timeout),
+    (IntegrityError, _integrity_error),
+    (Exception, _unexpected),
+)
+"""Each error the service can raise, with the handler that answers it (the most specific
+class that matches wins, whatever the order)."""
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Map every error the service can raise to a problem+json answer (never a bare 500)."""
+    for error, handler in _HANDLERS:
+        app.add_exception_handler(error, handler)

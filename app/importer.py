@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 from tqdm import tqdm
 
 from app.errors import ServiceError
@@ -90,7 +91,8 @@ def _describe(error: ServiceError) -> str:
 
 
 # ---------------------------------------------------------------------------- in-process
-def _project_in(session: Any, name: str, settings: Settings) -> tuple[int, str | None]:
+def _project_named(session: Session, name: str, settings: Settings) -> tuple[int, str | None]:
+    """The id of the one project named ``name``, created (with its new key) when none is."""
     from app.services.projects import create_project
 
     ids = list(session.scalars(select(Project.id).where(Project.name == name)))
@@ -110,21 +112,16 @@ def import_local(settings: Settings, project: str, source: Source
 
     Returns the project id, its new key (when it was created here, else None) and the summary.
     """
-    from app.db import Database, migrate
-    from app.services.state import StateRegistry
-    from app.services.training import Trainer
-    from app.services.unit import Limits, ProjectWork, open_project
+    from app.db import migrate
+    from app.runtime import Runtime
+    from app.services.unit import ProjectWork
 
     migrate(settings.database_url)
-    database = Database(settings.database_url, settings)
-    registry = StateRegistry()
-    trainer = Trainer(registry)
+    runtime = Runtime.start(settings)
     try:
-        with database.sessions() as session:
-            pid, key = _project_in(session, project, settings)
-            with open_project(ProjectWork, session, registry, trainer, pid,
-                              fresh_timeout=settings.fresh_timeout,
-                              limits=Limits.of(settings)) as work, \
+        with runtime.database.sessions() as session:
+            pid, key = _project_named(session, project, settings)
+            with runtime.open(ProjectWork, pid, session) as work, \
                     tqdm(unit="records", desc="writing", disable=None) as bar:
                 def progress(done: int, total: int) -> None:
                     bar.total = total
@@ -135,8 +132,7 @@ def import_local(settings: Settings, project: str, source: Source
                 except ServiceError as exc:
                     raise ImportFailed(_describe(exc)) from exc
     finally:
-        trainer.close()
-        database.dispose()
+        runtime.close()
     return pid, key, summary
 
 

@@ -33,9 +33,9 @@ from app.routes import (
 )
 from app.routes.docs import install_docs
 from app.routes.ui import install_ui
+from app.runtime import Runtime
 from app.services.idempotency import InFlight
 from app.services.state import StateRegistry, warm_up
-from app.services.training import Trainer
 from app.settings import Settings, get_settings
 
 __all__ = ["create_app"]
@@ -128,9 +128,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # body): at the default 5 ms a turn, a 30-query label waited 150 ms behind an import. A
     # shorter turn keeps one project's heavy work from showing in another's latency.
     sys.setswitchinterval(SWITCH_INTERVAL)
-    database = Database(settings.database_url, settings)
-    registry = StateRegistry()
-    trainer = Trainer(registry)
+    runtime = Runtime.start(settings)
+    database, registry, trainer = runtime.database, runtime.registry, runtime.trainer
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -141,8 +140,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 _warm_up(database, registry)
             _tune_collector()
             yield
-        trainer.close()
-        database.dispose()
+        runtime.close()
 
     app = FastAPI(title="sporal", version=__version__, description=DESCRIPTION, lifespan=lifespan,
                   docs_url=None, redoc_url=None)  # offline ones: install_docs below
@@ -150,6 +148,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.database = database
     app.state.project_states = registry
     app.state.trainer = trainer
+    app.state.runtime = runtime
     app.state.inflight = InFlight()
     install_error_handlers(app)
     for module in (meta, projects, concepts, pairs, corpus, labels, queries, export,

@@ -1,8 +1,9 @@
 """ASGI middleware: API keys checked before the body, and a request-body size limit.
 
-:class:`KeyCheck` refuses a request under ``/projects`` whose key cannot open it before one
-byte of its body is read (FastAPI reads and parses the body before it runs the route's key
-dependency, so a 60 MB body without a key was parsed before its 401).
+:class:`KeyCheck` finds whom a request under ``/projects`` comes from before one byte of its
+body is read, and refuses it there when its key cannot open it (FastAPI reads and parses the
+body before it runs the route's dependencies, so a 60 MB body without a key was parsed before
+its 401).
 
 :class:`BodySizeLimit`: a body larger than the limit is refused with 413 before anything parses
 it: at once when its ``Content-Length`` says so, otherwise as soon as the bytes received pass
@@ -19,7 +20,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.db import Database
 from app.errors import Forbidden, PayloadTooLarge, ProblemResponse, Unauthorized, problem_body
-from app.security import MAX_ID, check_admin_key, check_project_key, project_of_key
+from app.security import (
+    ADMIN_KEY_NEEDED,
+    ANYONE,
+    MAX_ID,
+    PROJECT_KEY_NEEDED,
+    Caller,
+    identify,
+    project_of_key,
+)
 from app.settings import Settings
 
 __all__ = ["BodySizeLimit", "KeyCheck"]
@@ -29,12 +38,15 @@ _PROJECT_PATH = re.compile(r"/projects/([^/]+)(?:/.*)?")
 
 
 class KeyCheck:
-    """With keys on, refuse a request under ``/projects`` that its key cannot open, unread.
+    """Find the caller of a request under ``/projects`` from its key, and refuse it unread
+    when the key cannot open the path.
 
-    The same checks as the routes' dependencies (:mod:`app.security`), which still run:
     ``/projects`` itself needs the admin key; ``/projects/{id}/...`` needs that project's key
-    or the admin key (the admin-only routes below it are refused by their dependency). The
-    refusal is the dependency's 401 or 403 problem, with the same headers.
+    or the admin key. The refusal is a 401 or 403 problem. The caller
+    (:class:`app.security.Caller`) is kept on ``request.state.caller``, where the routes'
+    dependencies (:func:`app.security.require_admin`, :func:`app.security.require_project_key`)
+    read it: the key is looked up once per request, here. When the service runs open every
+    caller is :data:`app.security.ANYONE`.
     """
 
     def __init__(self, app: ASGIApp, settings: Settings, database: Database) -> None:
@@ -42,37 +54,54 @@ class KeyCheck:
         self.settings = settings
         self.database = database
 
-    def _check(self, key: str | None, project: str | None) -> None:
+    def _caller(self, key: str | None, project: str | None) -> Caller:
+        """The caller of ``key`` if it may open ``project`` (None: ``/projects`` itself)."""
         with self.database.sessions() as session:
             owner_of = partial(project_of_key, session)
             if project is None:
-                check_admin_key(self.settings, key, owner_of)
-                return
-            project_id = int(project) if project.isdigit() and len(project) <= 10 else 0
-            check_project_key(self.settings, key,
-                              project_id if 1 <= project_id <= MAX_ID else None, owner_of)
+                caller = identify(self.settings, key, owner_of, missing=ADMIN_KEY_NEEDED)
+                caller.check_admin()
+                return caller
+            caller = identify(self.settings, key, owner_of, missing=PROJECT_KEY_NEEDED)
+        project_id = int(project) if project.isdigit() and len(project) <= 10 else 0
+        caller.check_project(project_id if 1 <= project_id <= MAX_ID else None)
+        return caller
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.settings.open_mode:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path = scope.get("path", "")
+        path = _route_path(scope)
         matched = _PROJECT_PATH.fullmatch(path)
         if matched is None and _ADMIN_PATH.fullmatch(path) is None:
             await self.app(scope, receive, send)
             return
-        key = next((value.decode("latin-1") for name, value in scope.get("headers", ())
-                    if name == b"x-api-key"), None)
-        try:
-            # A project key is looked up in the database: off the event loop.
-            await run_in_threadpool(self._check, key, matched and matched.group(1))
-        except (Unauthorized, Forbidden) as error:
-            body = problem_body(error.slug, error.detail, path)
-            response = ProblemResponse(body, status_code=error.kind.status,
-                                       headers=error.headers)
-            await response(scope, receive, send)
-            return
+        if self.settings.open_mode:
+            caller = ANYONE
+        else:
+            key = next((value.decode("latin-1") for name, value in scope.get("headers", ())
+                        if name == b"x-api-key"), None)
+            try:
+                # A project key is looked up in the database: off the event loop.
+                caller = await run_in_threadpool(self._caller, key,
+                                                 matched and matched.group(1))
+            except (Unauthorized, Forbidden) as error:
+                body = problem_body(error.slug, error.detail, scope.get("path", ""))
+                response = ProblemResponse(body, status_code=error.kind.status,
+                                           headers=error.headers)
+                await response(scope, receive, send)
+                return
+        scope.setdefault("state", {})["caller"] = caller
         await self.app(scope, receive, send)
+
+
+def _route_path(scope: Scope) -> str:
+    """The path the routes see: without the ``root_path`` the service is mounted under."""
+    path: str = scope.get("path", "")
+    root = scope.get("root_path", "")
+    if root and path.startswith(root) and path[len(root):len(root) + 1] in ("", "/"):
+        return path[len(root):]
+    return path
 
 
 class BodySizeLimit:

@@ -3,6 +3,10 @@
 When ``SPORAL_ADMIN_KEY`` is unset the service runs open and asks no key anywhere. Keys are
 high-entropy random strings; only their SHA-256 is stored, and comparisons use
 :func:`secrets.compare_digest`.
+
+A request's key is looked up once, before its body is read, by :class:`app.middleware.KeyCheck`
+(:func:`identify` gives its :class:`Caller`); the routes' dependencies :data:`AdminDep` and
+:data:`ProjectKeyDep` apply their rule to that caller and declare the key in the OpenAPI schema.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Callable
-from functools import partial
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Path, Request, Security
@@ -18,20 +22,23 @@ from fastapi.security import APIKeyHeader
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.db import SessionDep
 from app.errors import Forbidden, Unauthorized
 from app.settings import Settings
 from models import Project
 
 __all__ = [
+    "ADMIN_KEY_NEEDED",
+    "ANYONE",
     "MAX_ID",
+    "PROJECT_KEY_NEEDED",
     "AdminDep",
     "ApiKeyDep",
+    "Caller",
     "ProjectIdPath",
     "ProjectKeyDep",
-    "check_admin_key",
-    "check_project_key",
+    "caller_of",
     "hash_key",
+    "identify",
     "new_key",
     "project_of_key",
     "require_admin",
@@ -60,11 +67,6 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
-def _settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
-
-
 def _is_admin(settings: Settings, key: str) -> bool:
     assert settings.admin_key is not None
     return secrets.compare_digest(key.encode("utf-8", errors="surrogatepass"),
@@ -85,64 +87,98 @@ def project_of_key(session: Session, key: str) -> int | None:
 KeyOwner = Callable[[str], int | None]
 """Finds the project of a key (:func:`project_of_key` bound to a session)."""
 
+ADMIN_KEY_NEEDED = "this route needs the admin key in the X-API-Key header"
+PROJECT_KEY_NEEDED = "this project needs its API key in the X-API-Key header"
 
-def check_admin_key(settings: Settings, key: str | None, owner_of: KeyOwner) -> None:
-    """Raise unless ``key`` may manage projects: the admin key, or any key in open mode.
+
+@dataclass(frozen=True)
+class Caller:
+    """Whom a request's key lets in: every project (``admin``) or the project of its key.
+
+    Found once per request, before its body is read, by :class:`app.middleware.KeyCheck`,
+    which keeps it on ``request.state.caller``; the routes' dependencies apply their rule to
+    it without looking the key up again.
+    """
+
+    admin: bool
+    """The admin key, or anyone when the service runs open."""
+    project_id: int | None = None
+    """The project whose key was given (None for the admin)."""
+
+    def check_admin(self) -> None:
+        """Raise :class:`Forbidden` unless the caller may manage projects."""
+        if not self.admin:
+            raise Forbidden("a project key cannot manage projects; this route needs the admin key")
+
+    def check_project(self, project_id: int | None) -> None:
+        """Raise :class:`Forbidden` unless the caller may open project ``project_id``.
+
+        ``project_id=None`` (a path whose id is not even an id) lets any caller through and
+        leaves the answer to the route.
+        """
+        if not self.admin and project_id is not None and self.project_id != project_id:
+            raise Forbidden("this API key belongs to another project")
+
+
+ANYONE = Caller(admin=True)
+"""The caller of every request when the service runs open (no key asked anywhere)."""
+
+
+def identify(settings: Settings, key: str | None, owner_of: KeyOwner, *,
+             missing: str) -> Caller:
+    """The caller that ``key`` names (keys on: ``SPORAL_ADMIN_KEY`` is set).
+
+    Parameters
+    ----------
+    settings : Settings
+        The admin key.
+    key : str or None
+        The request's ``X-API-Key``.
+    owner_of : KeyOwner
+        Finds the project of a project key.
+    missing : str
+        What to say when no key was sent.
 
     Raises
     ------
     Unauthorized
         No key, or a key nobody holds.
-    Forbidden
-        A project's key.
     """
-    if settings.open_mode:
-        return
     if not key:
-        raise Unauthorized("this route needs the admin key in the X-API-Key header")
+        raise Unauthorized(missing)
     if _is_admin(settings, key):
-        return
-    if owner_of(key) is not None:
-        raise Forbidden("a project key cannot manage projects; this route needs the admin key")
-    raise Unauthorized("unknown API key")
-
-
-def check_project_key(settings: Settings, key: str | None, project_id: int | None,
-                      owner_of: KeyOwner) -> None:
-    """Raise unless ``key`` opens project ``project_id``: its own key or the admin key.
-
-    ``project_id=None`` (a path whose id is not even an id) accepts any valid key and leaves
-    the answer to the route.
-
-    Raises
-    ------
-    Unauthorized
-        No key, or a key nobody holds.
-    Forbidden
-        Another project's key.
-    """
-    if settings.open_mode:
-        return
-    if not key:
-        raise Unauthorized("this project needs its API key in the X-API-Key header")
-    if _is_admin(settings, key):
-        return
+        return Caller(admin=True)
     owner = owner_of(key)
     if owner is None:
         raise Unauthorized("unknown API key")
-    if project_id is not None and owner != project_id:
-        raise Forbidden("this API key belongs to another project")
+    return Caller(admin=False, project_id=owner)
 
 
-def require_admin(request: Request, session: SessionDep, key: ApiKeyDep) -> None:
-    """Only the admin key may create, list and delete projects (when one is configured)."""
-    check_admin_key(_settings(request), key, partial(project_of_key, session))
+def caller_of(request: Request) -> Caller:
+    """The caller that :class:`app.middleware.KeyCheck` found for this request.
+
+    A request it did not see (none should reach a route under ``/projects``) is refused.
+    """
+    caller: Caller | None = getattr(request.state, "caller", None)
+    if caller is None:
+        raise Unauthorized("the API key of this request was not checked")
+    return caller
 
 
-def require_project_key(project_id: ProjectIdPath, request: Request, session: SessionDep,
-                        key: ApiKeyDep) -> None:
-    """The routes of a project need its key (or the admin key) when keys are configured."""
-    check_project_key(_settings(request), key, project_id, partial(project_of_key, session))
+def require_admin(request: Request, key: ApiKeyDep) -> None:
+    """Only the admin key may create, list and delete projects (when one is configured).
+
+    ``key`` puts the header in the OpenAPI schema; its holder is the request's caller.
+    """
+    caller_of(request).check_admin()
+
+
+def require_project_key(project_id: ProjectIdPath, request: Request, key: ApiKeyDep) -> None:
+    """The routes of a project need its key (or the admin key) when keys are configured.
+
+    ``key`` puts the header in the OpenAPI schema; its holder is the request's caller.
+    """
+    caller_of(request).check_project(project_id)
 
 
 AdminDep = Depends(require_admin)

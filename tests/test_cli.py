@@ -47,3 +47,25 @@ def test_version_option_prints_the_package_version() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"sporal {__version__}"
     assert __version__ and __version__[0].isdigit()
+
+
+def test_the_service_does_not_import_the_label_studio_adapter() -> None:
+    """The adapter is an HTTP client of sporal: importing the app or the command leaves it out.
+
+    In a fresh interpreter, so that no other test's imports count.
+    """
+    code = ("import sys, app.main, app.cli; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sporal_labelstudio'))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_labelstudio_command_is_there_when_asked_for() -> None:
+    listed = sporal("--help")
+    assert listed.returncode == 0, listed.stderr
+    assert "labelstudio" in listed.stdout
+    done = sporal("labelstudio", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "setup" in done.stdout and "run" in done.stdout

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Coroutine, Iterator
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -13,12 +13,12 @@ from starlette.responses import Response
 
 from app.db import SessionDep
 from app.errors import PROBLEM_MEDIA_TYPE, PROBLEMS
+from app.runtime import Runtime
 from app.schemas import MAX_LIMIT, Problem
 from app.security import ProjectIdPath
 from app.services.idempotency import InFlight
 from app.services.state import StateRegistry
-from app.services.training import Trainer
-from app.services.unit import Limits, ProjectView, ProjectWork, open_project
+from app.services.unit import ProjectView, ProjectWork
 from app.settings import Settings
 
 __all__ = [
@@ -30,10 +30,13 @@ __all__ = [
     "WriteProject",
     "RegistryDep",
     "SettingsDep",
+    "get_runtime",
     "problem_responses",
 ]
 
 MAX_OFFSET = 2**31 - 1
+
+V = TypeVar("V", bound=ProjectView)
 
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Page size (at most {MAX_LIMIT}).")]
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Items to skip.")]
@@ -88,28 +91,28 @@ SettingsDep = Annotated[Settings, Depends(get_settings_of_app)]
 InFlightDep = Annotated[InFlight, Depends(get_inflight)]
 
 
-def get_trainer(request: Request) -> Trainer:
-    trainer: Trainer = request.app.state.trainer
-    return trainer
+def get_runtime(request: Request) -> Runtime:
+    """The application's :class:`~app.runtime.Runtime` (what reaches its projects)."""
+    runtime: Runtime = request.app.state.runtime
+    return runtime
 
 
-def _unit(kind: type[ProjectView]) -> Callable[..., Iterator[ProjectView]]:
+def _unit_of_work(kind: type[V]) -> Callable[..., Iterator[V]]:
     def dependency(project_id: ProjectIdPath, session: SessionDep,
-                   request: Request) -> Iterator[ProjectView]:
-        app_state = request.app.state
-        settings: Settings = app_state.settings
-        with open_project(kind, session, app_state.project_states, app_state.trainer, project_id,
-                          fresh_timeout=settings.fresh_timeout,
-                          limits=Limits.of(settings)) as unit:
+                   request: Request) -> Iterator[V]:
+        with get_runtime(request).open(kind, project_id, session) as unit:
             yield unit
 
     return dependency
 
 
-# The unit of work of a request on one project (app.services.unit): caught up, locked for the
-# handler only ("function" scope: released before the answer is sent).
-ReadProject = Annotated[ProjectView, Depends(_unit(ProjectView), scope="function")]
-WriteProject = Annotated[ProjectWork, Depends(_unit(ProjectWork), scope="function")]
+# The one way a route reaches a project: its unit of work (app.runtime, app.services.unit),
+# caught up, locked for the handler only ("function" scope: released before the answer is
+# sent), in the request's session.
+ReadProject = Annotated[ProjectView,
+                        Depends(_unit_of_work(ProjectView), scope="function")]
+WriteProject = Annotated[ProjectWork,
+                         Depends(_unit_of_work(ProjectWork), scope="function")]
 
 
 class _DuplicateKey(json.JSONDecodeError):

@@ -6,8 +6,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.db import SessionDep
-from app.routes.common import Limit, Offset, StrictJSONRoute, WriteProject, problem_responses
+from app.routes.common import (
+    Limit,
+    Offset,
+    ReadProject,
+    StrictJSONRoute,
+    WriteProject,
+    problem_responses,
+)
 from app.schemas import (
     ConceptDeleted,
     ConceptPage,
@@ -19,10 +25,9 @@ from app.schemas import (
     ConceptsMerged,
     Name,
 )
-from app.security import ProjectIdPath, ProjectKeyDep
+from app.security import ProjectKeyDep
 from app.services import concepts as service
 from app.services import corrections
-from app.services.projects import get_project
 
 __all__ = ["router"]
 
@@ -42,11 +47,9 @@ def add_concepts(body: ConceptsCreate, work: WriteProject) -> ConceptsCreated:
 
 
 @router.get("", response_model=ConceptPage)
-def list_concepts(project_id: ProjectIdPath, session: SessionDep, limit: Limit = 100,
-                  offset: Offset = 0) -> ConceptPage:
+def list_concepts(view: ReadProject, limit: Limit = 100, offset: Offset = 0) -> ConceptPage:
     """The concepts in registration order."""
-    get_project(session, project_id)
-    concepts, total = service.list_concepts(session, project_id, limit, offset)
+    concepts, total = service.list_concepts(view.session, view.project.id, limit, offset)
     return ConceptPage(items=[ConceptRead.model_validate(c) for c in concepts], total=total)
 
 

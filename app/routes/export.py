@@ -9,12 +9,10 @@ from typing import Literal
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
 
-from app.db import SessionDep, get_database
-from app.routes.common import StrictJSONRoute, problem_responses
+from app.routes.common import ReadProject, StrictJSONRoute, get_runtime, problem_responses
 from app.schemas import ProjectRead
-from app.security import ProjectIdPath, ProjectKeyDep
+from app.security import ProjectKeyDep
 from app.services.export import MEDIA_TYPES, export
-from app.services.projects import get_project
 
 __all__ = ["router"]
 
@@ -32,17 +30,16 @@ router = APIRouter(prefix="/projects/{project_id}", tags=["export"],
                       MEDIA_TYPES["json"]: {"schema": {"type": "object"}},
                       MEDIA_TYPES["graphml"]: {"schema": {"type": "string"}},
                       MEDIA_TYPES["project"]: {"schema": {"type": "string"}}}}})
-def export_project(project_id: ProjectIdPath, session: SessionDep, request: Request,
+def export_project(view: ReadProject, request: Request,
                    format: Literal["csv", "json", "graphml", "project"] = "csv") -> Response:
     """Download every decided pair of the project, or (`project`) the whole project.
 
     Streamed as it is read (one read transaction: a consistent snapshot), so the first bytes
     come at once and memory stays flat whatever the size of the closure.
     """
-    project = ProjectRead.model_validate(get_project(session, project_id)).model_dump(
-        mode="json")
-    session.rollback()
-    sessions = get_database(request).sessions
+    project = ProjectRead.model_validate(view.project).model_dump(mode="json")
+    project_id = view.project.id
+    sessions = get_runtime(request).database.sessions
 
     def stream() -> Iterator[bytes]:
         with sessions() as reading:

@@ -8,16 +8,17 @@ import reads it twice (:mod:`app.services.importing`): to validate, then to writ
 from __future__ import annotations
 
 import tempfile
-from typing import IO, Annotated, Any, Literal
+from typing import IO, Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from app.errors import PayloadTooLarge, ValidationFailed
-from app.routes.common import StrictJSONRoute, problem_responses
+from app.routes.common import StrictJSONRoute, get_runtime, problem_responses
+from app.runtime import Runtime
 from app.security import ProjectIdPath, ProjectKeyDep
 from app.services.importing import ImportSummary, file_source, import_source
-from app.services.unit import Limits, ProjectWork, open_project
+from app.services.unit import ProjectWork
 
 __all__ = ["router", "IMPORT_PATH"]
 
@@ -36,16 +37,14 @@ Format = Annotated[Literal["jsonl", "csv"] | None, Query(
     "text/csv is CSV, anything else JSON Lines.")]
 
 
-def _run(app_state: Any, project_id: int, spool: IO[bytes],
-         fmt: Literal["jsonl", "csv"]) -> ImportSummary:
+def _import_spooled(runtime: Runtime, project_id: int, spool: IO[bytes],
+                    fmt: Literal["jsonl", "csv"]) -> ImportSummary:
+    """Validate the spooled file, then write it, in the project's unit of work."""
     def reopen() -> _Unclosed:
         spool.seek(0)
         return _Unclosed(spool)
 
-    with app_state.database.sessions() as session, open_project(
-            ProjectWork, session, app_state.project_states, app_state.trainer, project_id,
-            fresh_timeout=app_state.settings.fresh_timeout,
-            limits=Limits.of(app_state.settings)) as work:
+    with runtime.open(ProjectWork, project_id) as work:
         return import_source(work, file_source(reopen, fmt))
 
 
@@ -88,4 +87,5 @@ async def import_file(project_id: ProjectIdPath, request: Request,
             raise ValidationFailed("the import needs a body: the file's records",
                                    errors=[{"loc": ["body"], "msg": "empty body",
                                             "type": "missing"}])
-        return await run_in_threadpool(_run, request.app.state, project_id, spool, fmt)
+        return await run_in_threadpool(_import_spooled, get_runtime(request), project_id,
+                                       spool, fmt)

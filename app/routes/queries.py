@@ -7,7 +7,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.db import SessionDep
 from app.routes.common import (
     Fresh,
     Limit,
@@ -19,9 +18,8 @@ from app.routes.common import (
     problem_responses,
 )
 from app.schemas import Name, NextQueries, PredictionPage, SuggestionPage
-from app.security import ProjectIdPath, ProjectKeyDep
+from app.security import ProjectKeyDep
 from app.services import queries as service
-from app.services.projects import get_project
 
 __all__ = ["router"]
 
@@ -88,15 +86,13 @@ def predictions(
 
 @router.get("/suggestions", response_model=SuggestionPage)
 def suggestions(
-    project_id: ProjectIdPath,
-    session: SessionDep,
+    view: ReadProject,
     annotator: Annotated[Name | None, Query(description="Only this annotator's questions.")]
     = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> SuggestionPage:
     """The log of the questions `next` suggested, newest first."""
-    get_project(session, project_id)
-    items, total = service.list_suggestions(session, project_id, annotator=annotator,
+    items, total = service.list_suggestions(view.session, view.project.id, annotator=annotator,
                                             limit=limit, offset=offset)
     return SuggestionPage(items=items, total=total)

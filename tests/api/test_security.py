@@ -82,3 +82,38 @@ def test_open_mode_asks_no_key_and_says_so(client: TestClient) -> None:
 def test_health_needs_no_key(keyed: TestClient) -> None:
     body = keyed.get("/health").json()
     assert body["status"] == "ok" and body["open_mode"] is False
+
+
+def test_a_key_is_looked_up_once_per_request(keyed: TestClient,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The middleware finds the caller before the body; the routes reuse what it found."""
+    import app.security as security
+
+    pid, own = _project(keyed)
+    lookups: list[str] = []
+    digest = security.hash_key
+
+    def counted(key: str) -> str:
+        lookups.append(key)
+        return digest(key)
+
+    monkeypatch.setattr(security, "hash_key", counted)
+    label = {"a": "a", "b": "b", "label": "positive"}
+    assert keyed.post(f"/projects/{pid}/labels", json=label, headers=own).status_code == 201
+    assert keyed.get(f"/projects/{pid}", headers=own).status_code == 200
+    assert_problem(keyed.delete(f"/projects/{pid}", headers=own), 403, "forbidden")
+    assert lookups == [own["X-API-Key"]] * 3
+    assert keyed.get(f"/projects/{pid}", headers=ADMIN).status_code == 200
+    assert len(lookups) == 3  # the admin key is compared, never looked up
+
+
+def test_keys_are_checked_behind_a_proxy_prefix(keyed: TestClient) -> None:
+    """Mounted under a ``root_path``, the paths the routes see are the ones checked."""
+    pid, own = _project(keyed)
+    _, theirs = _project(keyed)
+    behind_proxy = TestClient(keyed.app, root_path="/sporal")
+    assert behind_proxy.get("/sporal/projects", headers=ADMIN).status_code == 200
+    assert behind_proxy.get(f"/sporal/projects/{pid}", headers=own).status_code == 200
+    assert_problem(behind_proxy.get(f"/sporal/projects/{pid}", headers=theirs), 403,
+                   "forbidden")
+    assert_problem(behind_proxy.get("/sporal/projects"), 401, "unauthorized")
