@@ -42,7 +42,7 @@ from app.schemas import (
 )
 from app.services.concepts import add_concepts
 from app.services.corpus import FEATURE_LENGTH, change_corpus, set_texts
-from app.services.labels import post_bulk, retract_label
+from app.services.labels import Refused, post_bulk, retract_label
 from app.services.labels.writing import CANONICAL_MIN
 from app.services.pairs import add_pairs
 from app.services.unit import ProjectView, ProjectWork
@@ -543,9 +543,11 @@ def _write_batch(work: ProjectWork, kind: Kind, items: list[Any], summary: Impor
         plan, _ = change_corpus(work, add_links=[(item.source, item.target) for item in items])
         summary.links_created += len(plan.links_added)
     elif kind == "label":
-        _, body = post_bulk(work, BulkLabels(labels=items))
-        summary.labels_created += body["created"]
-        summary.labels_unchanged += body["unchanged"]
+        written = post_bulk(work, BulkLabels(labels=items))
+        if isinstance(written, Refused):  # validated, unless labels changed since
+            raise written.error
+        summary.labels_created += written.answer.created
+        summary.labels_unchanged += written.answer.unchanged
     else:
         state = work.state
         for item in items:
