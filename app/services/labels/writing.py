@@ -40,7 +40,13 @@ from app.schemas import (
     label_value,
 )
 from app.services.annotators import record_refusal
-from app.services.labels.proofs import check_pair, contradiction, proof_chains, proof_refs
+from app.services.labels.proofs import (
+    check_pair,
+    contradiction,
+    pair_problem,
+    proof_chains,
+    proof_refs,
+)
 from app.services.labels.store import (
     Encoded,
     cause_in_store,
@@ -95,9 +101,9 @@ class _Found:
 def _decided(state: ProjectState, update: Update) -> list[DecidedPair]:
     """The first :data:`MAX_DECIDED_LISTED` pairs ``update`` decided (an answer stays small)."""
     name: dict[Any, str] = state.name_of
-    listed = [DecidedPair(a=name[a], b=name[b], label="positive")
+    listed = [DecidedPair(a=name[a], b=name[b], label=label_value(True))
               for a, b in update.pairs(True, MAX_DECIDED_LISTED)]
-    return listed + [DecidedPair(a=name[a], b=name[b], label="negative")
+    return listed + [DecidedPair(a=name[a], b=name[b], label=label_value(False))
                      for a, b in update.pairs(False, MAX_DECIDED_LISTED - len(listed))]
 
 
@@ -230,26 +236,19 @@ def _with_store_inputs(state: ProjectState, plan: _BulkPlan) -> _BulkPlan:
 
 
 def _resolve_bulk(state: ProjectState, labels: list[LabelIn]) -> list[tuple[int, int]]:
+    """The concept ids of every label's pair; every offending item listed in a 422."""
     unknown: list[str] = []
     errors: list[dict[str, Any]] = []
-    pairs: list[tuple[int, int]] = []
     for index, item in enumerate(labels):
-        missing = [n for n in (item.a, item.b) if n not in state.id_of]
-        if missing:
-            unknown.extend(missing)
-            errors.append({"index": index, "a": item.a, "b": item.b,
-                           "reason": "unknown concept " + ", ".join(repr(m) for m in missing)})
-            continue
-        pair = (state.id_of[item.a], state.id_of[item.b])
-        if pair[0] == pair[1]:
-            errors.append({"index": index, "a": item.a, "b": item.b,
-                           "reason": "a label needs two different concepts"})
-        pairs.append(pair)
+        problem = pair_problem(state.id_of, item.a, item.b)
+        if problem is not None:
+            unknown.extend(problem.unknown)
+            errors.append({"index": index, "a": item.a, "b": item.b, "reason": problem.reason})
     if unknown:
         raise UnknownConcepts(unknown, errors)
     if errors:
         raise InvalidItems(errors, "labels")
-    return pairs
+    return [(state.id_of[item.a], state.id_of[item.b]) for item in labels]
 
 
 CANONICAL_MIN = 200
