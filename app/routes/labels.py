@@ -9,12 +9,12 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from app.db import SessionDep
 from app.errors import ProblemResponse, problem_body
 from app.routes.common import (
     InFlightDep,
     Limit,
     Offset,
+    ReadProject,
     StrictJSONRoute,
     WriteProject,
     problem_responses,
@@ -28,11 +28,10 @@ from app.schemas import (
     LabelRetracted,
     LabelValue,
 )
-from app.security import MAX_ID, ProjectIdPath, ProjectKeyDep
+from app.security import MAX_ID, ProjectKeyDep
 from app.services import labels as service
 from app.services.idempotency import Answer, Idempotency, InFlight, request_hash
 from app.services.labels import Refused, Written
-from app.services.projects import get_project
 from app.services.unit import ProjectWork
 
 __all__ = ["router"]
@@ -118,8 +117,7 @@ def retract_label(label_id: Annotated[int, Path(ge=1, le=MAX_ID)],
 
 @router.get("", response_model=LabelPage)
 def list_labels(
-    project_id: ProjectIdPath,
-    session: SessionDep,
+    view: ReadProject,
     source: Literal["asserted", "inferred", "all"] = "all",
     label: Annotated[LabelValue | None, Query()] = None,
     include_retracted: bool = False,
@@ -136,8 +134,8 @@ def list_labels(
 
     Page with `next` → `after` (or `offset`); `total` counts every listed item.
     """
-    get_project(session, project_id)
     items, total, cursor = service.list_labels(
-        session, project_id, source=source, label=label, include_retracted=include_retracted,
+        view.session, view.state.project_id, source=source, label=label,
+        include_retracted=include_retracted,
         limit=limit, offset=offset, caused_by=caused_by, after=after)
     return LabelPage.model_validate({"items": items, "total": total, "next": cursor})
