@@ -70,8 +70,8 @@ M = TypeVar("M", bound=BaseModel)
 
 @dataclass(frozen=True)
 class Written(Generic[M]):
-    """A label write that went through: its answer, and whether it ``created`` anything
-    (else the label was already asserted the same way)."""
+    """A label write that went through: its answer, ``created`` (a bulk import always is),
+    or not (the one label posted was already asserted the same way)."""
 
     answer: M
     created: bool = True
