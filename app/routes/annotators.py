@@ -5,11 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from app.db import SessionDep
-from app.routes.common import StrictJSONRoute, problem_responses
-from app.security import ProjectIdPath, ProjectKeyDep
+from app.routes.common import ReadProject, StrictJSONRoute, problem_responses
+from app.security import ProjectKeyDep
 from app.services.annotators import annotator_counts
-from app.services.projects import get_project
 
 __all__ = ["AnnotatorCounts", "AnnotatorPage", "router"]
 
@@ -31,7 +29,7 @@ class AnnotatorPage(BaseModel):
 
 
 @router.get("", response_model=AnnotatorPage)
-def annotators(project_id: ProjectIdPath, session: SessionDep) -> AnnotatorPage:
+def annotators(view: ReadProject) -> AnnotatorPage:
     """Every annotator of the project with the answers it gave, accepted and refused."""
-    get_project(session, project_id)
-    return AnnotatorPage.model_validate({"items": annotator_counts(session, project_id)})
+    return AnnotatorPage.model_validate(
+        {"items": annotator_counts(view.session, view.state.project_id)})

@@ -9,12 +9,12 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from app.db import SessionDep
-from app.errors import ProblemResponse
+from app.errors import ProblemResponse, problem_body
 from app.routes.common import (
     InFlightDep,
     Limit,
     Offset,
+    ReadProject,
     StrictJSONRoute,
     WriteProject,
     problem_responses,
@@ -28,11 +28,10 @@ from app.schemas import (
     LabelRetracted,
     LabelValue,
 )
-from app.security import MAX_ID, ProjectIdPath, ProjectKeyDep
+from app.security import MAX_ID, ProjectKeyDep
 from app.services import labels as service
-from app.services.annotators import counting_refusals
-from app.services.idempotency import Idempotency, InFlight, request_hash
-from app.services.projects import get_project
+from app.services.idempotency import Answer, Idempotency, InFlight, request_hash
+from app.services.labels import Refused, Written
 from app.services.unit import ProjectWork
 
 __all__ = ["router"]
@@ -50,25 +49,41 @@ IdempotencyKey = Annotated[
 ]
 
 
-def _answer(outcome: service.Outcome, idempotency: Idempotency | None) -> Response:
-    status, body = outcome
-    headers = {"Idempotent-Replayed": "true"} if idempotency and idempotency.replayed else None
-    if status >= 400:  # a stored problem (a contradiction under an idempotency key)
-        return ProblemResponse(body, status_code=status, headers=headers)
-    return JSONResponse(body, status_code=status, headers=headers)
+LabelWrite = Callable[[ProjectWork, Any], Written[Any] | Refused]
 
 
-def _once(apply: Callable[..., service.Outcome], kind: str, work: ProjectWork, body: Any,
-          request: Request, inflight: InFlight, idempotency_key: str | None) -> Response:
-    """Run a label write, at most once per ``Idempotency-Key`` when the client sent one."""
+def _answer(result: Written[Any] | Refused, instance: str) -> Answer:
+    """What a label write answers: 201 created, 200 found asserted already, 409 refused."""
+    if isinstance(result, Refused):
+        error = result.error
+        return Answer(error.kind.status,
+                      problem_body(error.slug, error.detail, instance, **error.members))
+    return Answer(201 if result.created else 200, result.answer.model_dump(mode="json"))
+
+
+def _response(answer: Answer) -> Response:
+    headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
+    if answer.status >= 400:  # a refusal (a contradiction with its proof)
+        return ProblemResponse(answer.body, status_code=answer.status, headers=headers)
+    return JSONResponse(answer.body, status_code=answer.status, headers=headers)
+
+
+def _once(write: LabelWrite, kind: str, work: ProjectWork, body: Any, request: Request,
+          inflight: InFlight, idempotency_key: str | None) -> Response:
+    """Run a label write, at most once per ``Idempotency-Key`` when the client sent one.
+
+    The answer, refusals included, is stored with the key in the write's own transaction.
+    """
+    instance = request.url.path
     if idempotency_key is None:
-        return _answer(apply(work, body), None)
+        return _response(_answer(write(work, body), instance))
     project_id = work.state.project_id
     ttl = timedelta(seconds=request.app.state.settings.idempotency_ttl_seconds)
-    idem = Idempotency(project_id, idempotency_key, request_hash(kind, body),
-                       instance=request.url.path, ttl=ttl)
+    once = Idempotency(project_id, idempotency_key, request_hash(kind, body),
+                       lambda result: _answer(result, instance), ttl=ttl)
     with inflight.claim(project_id, idempotency_key):
-        return _answer(apply(work, body, idem), idem)
+        outcome = work.idempotent(once, lambda: write(work, body))
+    return _response(outcome if isinstance(outcome, Answer) else _answer(outcome, instance))
 
 
 @router.post("", status_code=201, response_model=LabelCreated,
@@ -82,8 +97,7 @@ def post_label(body: LabelIn, work: WriteProject, request: Request, inflight: In
 
     A contradiction is 409 with `proof`: the asserted labels that force the opposite.
     """
-    return _once(counting_refusals(service.post_label), "label", work, body, request, inflight,
-                 idempotency_key)
+    return _once(service.post_label, "label", work, body, request, inflight, idempotency_key)
 
 
 @router.post("/bulk", status_code=201, response_model=BulkLabelsCreated,
@@ -103,8 +117,7 @@ def retract_label(label_id: Annotated[int, Path(ge=1, le=MAX_ID)],
 
 @router.get("", response_model=LabelPage)
 def list_labels(
-    project_id: ProjectIdPath,
-    session: SessionDep,
+    view: ReadProject,
     source: Literal["asserted", "inferred", "all"] = "all",
     label: Annotated[LabelValue | None, Query()] = None,
     include_retracted: bool = False,
@@ -121,8 +134,8 @@ def list_labels(
 
     Page with `next` → `after` (or `offset`); `total` counts every listed item.
     """
-    get_project(session, project_id)
     items, total, cursor = service.list_labels(
-        session, project_id, source=source, label=label, include_retracted=include_retracted,
+        view.session, view.state.project_id, source=source, label=label,
+        include_retracted=include_retracted,
         limit=limit, offset=offset, caused_by=caused_by, after=after)
     return LabelPage.model_validate({"items": items, "total": total, "next": cursor})

@@ -7,48 +7,22 @@ label (a replayed idempotent answer is not counted again).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.db import write_transaction
-from app.errors import Contradiction
-from app.schemas import LabelIn
-from app.services.idempotency import Idempotency
-from app.services.unit import ProjectWork
 from models import AssertedLabel, RefusedAnswer, utcnow
 
-__all__ = ["annotator_counts", "counting_refusals", "record_refusal"]
-
-Outcome = tuple[int, dict[str, Any]]
-PostLabel = Callable[..., Outcome]
+__all__ = ["annotator_counts", "record_refusal"]
 
 
-def record_refusal(work: ProjectWork, body: LabelIn) -> None:
-    """Store one refused answer of ``body.annotator`` (its own short write transaction)."""
-    id_of = work.state.id_of
-    with write_transaction(work.session, work.state.project_id):
-        work.session.add(RefusedAnswer(
-            project_id=work.state.project_id, a_id=id_of[body.a], b_id=id_of[body.b],
-            positive=body.positive, annotator=body.annotator, created_at=utcnow()))
-
-
-def counting_refusals(post_label: PostLabel) -> PostLabel:
-    """``post_label`` that also records each contradiction it answers (raised or returned)."""
-
-    def post(work: ProjectWork, body: LabelIn, idempotency: Idempotency | None = None) -> Outcome:
-        try:
-            outcome = post_label(work, body, idempotency)
-        except Contradiction:
-            record_refusal(work, body)
-            raise
-        if outcome[0] == Contradiction.status and not (idempotency and idempotency.replayed):
-            record_refusal(work, body)
-        return outcome
-
-    return post
+def record_refusal(session: Session, project_id: int, a_id: int, b_id: int, positive: bool,
+                   annotator: str | None) -> None:
+    """Keep one refused answer of ``annotator``, in the caller's write transaction (the one
+    that refused it: :func:`app.services.labels.writing.post_label`)."""
+    session.add(RefusedAnswer(project_id=project_id, a_id=a_id, b_id=b_id, positive=positive,
+                              annotator=annotator, created_at=utcnow()))
 
 
 def annotator_counts(session: Session, project_id: int) -> list[dict[str, Any]]:

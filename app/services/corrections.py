@@ -254,65 +254,72 @@ def _merged_pool(state: ProjectState, keep: int, merge: int
 def merge_concepts(work: ProjectWork, keep: str, merge: str) -> ConceptsMerged:
     """Merge concept ``merge`` into ``keep`` (see the module docstring)."""
 
-    def compute(work: ProjectWork) -> _Merge:
-        state = work.state
-        keep_id, merge_id = resolve(state, [keep, merge])
-        if keep_id == merge_id:
-            raise InvalidItems([{"keep": keep, "merge": merge,
-                                 "reason": "a concept cannot be merged into itself"}], "names")
-        labels, moves, dropped = _relabel(state, keep_id, merge_id, keep, merge)
-        merged, updates = _closed(state, labels, keep_id, merge_id, keep, merge)
-        stored = prepare_rewrite(merged, labels, updates)
-        moved_pairs, dropped_pairs, pool = _merged_pool(state, keep_id, merge_id)
-        corpus = read_corpus(work.session, state)
-        links = {(keep_id if u == merge_id else u, keep_id if v == merge_id else v)
-                 for u, v in corpus.links}
-        links = {(u, v) for u, v in links if u != v}
-        text = corpus.texts.get(keep_id) or corpus.texts.get(merge_id)
-        features = None
-        if work.project.features_computed and pool:
-            texts = {c: t for c, t in corpus.texts.items() if c != merge_id}
-            if text is not None:
-                texts[keep_id] = text
-            ids = [c for c in corpus.ids if c != merge_id]
-            after = Corpus(ids, [state.name_of[c] for c in ids], texts, links)
-            vectors = after.features(after.statistics(),
-                                     np.array([(a, b) for _, a, b in pool], dtype=np.int64))
-            features = {pair_id: vectors[i] for i, (pair_id, _, _) in enumerate(pool)}
-        return _Merge(keep_id, merge_id, moves, dropped, stored, moved_pairs, dropped_pairs,
-                      links, text, features)
-
     def store(work: ProjectWork, project: Project, plan: _Merge) -> ConceptsMerged:
-        session, pid = work.session, project.id
-        if plan.dropped_labels:  # before the moves: a dropped label may hold the moved pair
-            session.execute(update(AssertedLabel).where(
-                AssertedLabel.id.in_(plan.dropped_labels)).values(
-                    retracted_at=utcnow(), retracted_version=project.version + 1, caused_by=None))
-        for label_id, a, b in plan.moved_labels:
-            session.execute(update(AssertedLabel).where(AssertedLabel.id == label_id)
-                            .values(a_id=a, b_id=b))
-        if plan.dropped_pairs:
-            session.execute(delete(PoolPair).where(PoolPair.id.in_(plan.dropped_pairs)))
-        for pair_id, a, b in plan.moved_pairs:
-            session.execute(update(PoolPair).where(PoolPair.id == pair_id)
-                            .values(a_id=a, b_id=b))
-        for column in (RefusedAnswer.a_id, RefusedAnswer.b_id):
-            session.execute(update(RefusedAnswer).where(column == plan.merge)
-                            .values({column: plan.keep}))
-        _store_corpus(work, project, plan)
-        session.execute(delete(Concept).where(Concept.id == plan.merge))
-        if plan.features is not None:
-            session.execute(update(PoolPair), [
-                {"id": pair_id, "features": encode_features(vector)}
-                for pair_id, vector in plan.features.items()])
-        rebuild_state(work, project)  # the version after it is the dropped labels' retraction
-        rewrite(session, pid, plan.stored)
+        _store_merge(work, project, plan)
         return ConceptsMerged(keep=keep, merged=merge, labels_moved=len(plan.moved_labels),
                               labels_dropped=len(plan.dropped_labels),
                               pool_pairs_moved=len(plan.moved_pairs),
                               pool_pairs_dropped=len(plan.dropped_pairs))
 
-    return work.write(compute, store)
+    return work.write(lambda work: _plan_merge(work, keep, merge), store)
+
+
+def _plan_merge(work: ProjectWork, keep: str, merge: str) -> _Merge:
+    """The merge computed on the cached state; a contradiction refuses it with the proof."""
+    state = work.state
+    keep_id, merge_id = resolve(state, [keep, merge])
+    if keep_id == merge_id:
+        raise InvalidItems([{"keep": keep, "merge": merge,
+                             "reason": "a concept cannot be merged into itself"}], "names")
+    labels, moves, dropped = _relabel(state, keep_id, merge_id, keep, merge)
+    merged, updates = _closed(state, labels, keep_id, merge_id, keep, merge)
+    stored = prepare_rewrite(merged, labels, updates)
+    moved_pairs, dropped_pairs, pool = _merged_pool(state, keep_id, merge_id)
+    corpus = read_corpus(work.session, state)
+    links = {(keep_id if u == merge_id else u, keep_id if v == merge_id else v)
+             for u, v in corpus.links}
+    links = {(u, v) for u, v in links if u != v}
+    text = corpus.texts.get(keep_id) or corpus.texts.get(merge_id)
+    features = None
+    if work.project.features_computed and pool:
+        texts = {c: t for c, t in corpus.texts.items() if c != merge_id}
+        if text is not None:
+            texts[keep_id] = text
+        ids = [c for c in corpus.ids if c != merge_id]
+        after = Corpus(ids, [state.name_of[c] for c in ids], texts, links)
+        vectors = after.features(after.statistics(),
+                                 np.array([(a, b) for _, a, b in pool], dtype=np.int64))
+        features = {pair_id: vectors[i] for i, (pair_id, _, _) in enumerate(pool)}
+    return _Merge(keep_id, merge_id, moves, dropped, stored, moved_pairs, dropped_pairs,
+                  links, text, features)
+
+
+def _store_merge(work: ProjectWork, project: Project, plan: _Merge) -> None:
+    """Write the merge (in the write transaction) and rebuild the cached state."""
+    session, pid = work.session, project.id
+    if plan.dropped_labels:  # before the moves: a dropped label may hold the moved pair
+        session.execute(update(AssertedLabel).where(
+            AssertedLabel.id.in_(plan.dropped_labels)).values(
+                retracted_at=utcnow(), retracted_version=project.version + 1, caused_by=None))
+    for label_id, a, b in plan.moved_labels:
+        session.execute(update(AssertedLabel).where(AssertedLabel.id == label_id)
+                        .values(a_id=a, b_id=b))
+    if plan.dropped_pairs:
+        session.execute(delete(PoolPair).where(PoolPair.id.in_(plan.dropped_pairs)))
+    for pair_id, a, b in plan.moved_pairs:
+        session.execute(update(PoolPair).where(PoolPair.id == pair_id)
+                        .values(a_id=a, b_id=b))
+    for column in (RefusedAnswer.a_id, RefusedAnswer.b_id):
+        session.execute(update(RefusedAnswer).where(column == plan.merge)
+                        .values({column: plan.keep}))
+    _store_corpus(work, project, plan)
+    session.execute(delete(Concept).where(Concept.id == plan.merge))
+    if plan.features is not None:
+        session.execute(update(PoolPair), [
+            {"id": pair_id, "features": encode_features(vector)}
+            for pair_id, vector in plan.features.items()])
+    rebuild_state(work, project)  # the version after it is the dropped labels' retraction
+    rewrite(session, pid, plan.stored)
 
 
 def _store_corpus(work: ProjectWork, project: Project, plan: _Merge) -> None:

@@ -13,6 +13,7 @@ from xml.sax.saxutils import quoteattr
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
+from app.schemas import label_value
 from app.services.labels.listing import Filters, iter_labels, snapshot
 from app.services.state import decode_features
 from models import AssertedLabel, Concept, ConceptLink, ConceptText, PoolPair
@@ -162,7 +163,7 @@ def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
         .where(AssertedLabel.project_id == pid)).all()
     for label_id, a_name, b_name, positive, annotator, version, retracted in labels:
         events.append((version, 0, label_id, _line(
-            "label", a=a_name, b=b_name, label="positive" if positive else "negative",
+            "label", a=a_name, b=b_name, label=label_value(positive),
             annotator=annotator, batch=version)))
         if retracted is not None:
             events.append((retracted, 1, label_id, _line("retract", a=a_name, b=b_name)))

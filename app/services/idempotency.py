@@ -3,6 +3,8 @@
 The outcome of executing the request (its 2xx answer, or the 409 of a contradiction) is stored
 with the key and a hash of the request, in the same transaction as the labels themselves, so a
 retry after a lost answer (or a crash) either finds the labels and their response, or neither.
+An :class:`Idempotency` is the :class:`app.services.unit.Once` hook of such a write
+(:meth:`app.services.unit.ProjectWork.idempotent`): the route says how a result is answered.
 A retry with the same key and body replays that response; the key with another body is refused
 (422); a retry that arrives while the first request is still running in this process gets 409
 with its own problem type. Refusals before execution (schema errors, unknown concepts) are not
@@ -20,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -30,11 +32,11 @@ from pydantic import BaseModel
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from app.errors import IdempotencyInProgress, IdempotencyKeyReused, ServiceError, problem_body
+from app.errors import IdempotencyInProgress, IdempotencyKeyReused
 from models import IdempotencyRecord
 from models.base import utcnow
 
-__all__ = ["DEFAULT_TTL", "SWEEP_BATCH", "Idempotency", "InFlight", "request_hash"]
+__all__ = ["DEFAULT_TTL", "SWEEP_BATCH", "Answer", "Idempotency", "InFlight", "request_hash"]
 
 DEFAULT_TTL = timedelta(days=1)
 SWEEP_BATCH = 100
@@ -69,27 +71,34 @@ class InFlight:
                 self._keys.discard((project_id, key))
 
 
+@dataclass(frozen=True)
+class Answer:
+    """An answer as stored under a key: its status and JSON body (``replayed``: read back)."""
+
+    status: int
+    body: dict[str, Any]
+    replayed: bool = False
+
+
 @dataclass
 class Idempotency:
-    """One request's key and hash; looks up and stores inside the caller's transaction."""
+    """One request's key and hash; looks up and stores inside the caller's transaction.
+
+    ``answer`` turns the write's result into the answer to store (and to give).
+    """
 
     project_id: int
     key: str
     request_hash: str
-    instance: str | None = None
+    answer: Callable[[Any], Answer]
     ttl: timedelta = DEFAULT_TTL
-    replayed: bool = False
 
     def _cutoff(self) -> datetime:
         """Records created at or before this are expired."""
         return utcnow() - self.ttl
 
-    def problem(self, error: ServiceError) -> dict[str, Any]:
-        """The problem body of ``error``, to answer and store like any outcome."""
-        return problem_body(error.slug, error.detail, self.instance, **error.members)
-
-    def lookup(self, session: Session) -> tuple[int, dict[str, Any]] | None:
-        """The stored ``(status, body)`` of the first request with this key, if any."""
+    def replayed(self, session: Session) -> Answer | None:
+        """The stored answer of the first request with this key, if any."""
         record = session.scalar(select(IdempotencyRecord).where(
             IdempotencyRecord.project_id == self.project_id, IdempotencyRecord.key == self.key))
         if record is None or record.created_at <= self._cutoff():
@@ -97,15 +106,16 @@ class Idempotency:
         if record.request_hash != self.request_hash:
             raise IdempotencyKeyReused(
                 f"Idempotency-Key {self.key!r} was already used with another request body")
-        self.replayed = True
-        return record.status_code, json.loads(record.response_body)
+        return Answer(record.status_code, json.loads(record.response_body), replayed=True)
 
-    def store(self, session: Session, status: int, body: dict[str, Any]) -> None:
-        """Store the outcome; delete this key's expired record and a batch of others.
+    def record(self, session: Session, result: Any) -> None:
+        """Store the answer of ``result``; delete this key's expired record and a batch of
+        others.
 
-        Called after :meth:`lookup` found nothing in the same transaction, so a record with
+        Called after :meth:`replayed` found nothing in the same transaction, so a record with
         this key, if any, is expired.
         """
+        answer = self.answer(result)
         records = IdempotencyRecord
         expired = (select(records.id)
                    .where(records.project_id == self.project_id,
@@ -116,5 +126,5 @@ class Idempotency:
             session.execute(delete(records).where(doomed),
                             execution_options={"synchronize_session": False})
         session.add(IdempotencyRecord(project_id=self.project_id, key=self.key,
-                                      request_hash=self.request_hash, status_code=status,
-                                      response_body=json.dumps(body, default=str)))
+                                      request_hash=self.request_hash, status_code=answer.status,
+                                      response_body=json.dumps(answer.body, default=str)))

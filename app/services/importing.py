@@ -39,10 +39,12 @@ from app.schemas import (
     PairIn,
     PredictionModelName,
     TextValue,
+    label_value,
 )
 from app.services.concepts import add_concepts
 from app.services.corpus import FEATURE_LENGTH, change_corpus, set_texts
-from app.services.labels import post_bulk, retract_label
+from app.services.labels import Refused, post_bulk, retract_label
+from app.services.labels.proofs import pair_problem
 from app.services.labels.writing import CANONICAL_MIN
 from app.services.pairs import add_pairs
 from app.services.unit import ProjectView, ProjectWork
@@ -294,8 +296,7 @@ def al_cpl_records(folder: str | Path, domain: str, *, with_labels: bool) -> Ite
     if with_labels:
         for (a, b), positive in zip(data.pairs, data.labels, strict=True):
             line += 1
-            yield Record(line, "label", LabelIn(a=a, b=b, label="positive" if positive
-                                                else "negative"))
+            yield Record(line, "label", LabelIn(a=a, b=b, label=label_value(bool(positive))))
 
 
 def al_cpl_source(folder: str | Path, domain: str, *, with_labels: bool) -> Source:
@@ -352,8 +353,12 @@ class _Validator:
     def key(self, name: str) -> Any:
         return self.state.id_of.get(name, name)
 
+    def __contains__(self, name: object) -> bool:
+        """Whether ``name`` is a concept of the project or of the file read so far."""
+        return name in self.state.id_of or name in self.new
+
     def known(self, *names: str) -> str | None:
-        missing = [n for n in names if n not in self.state.id_of and n not in self.new]
+        missing = [n for n in names if n not in self]
         return "unknown concept " + ", ".join(repr(m) for m in missing) if missing else None
 
     def check(self, record: Record) -> str | None:
@@ -381,11 +386,9 @@ class _Validator:
             return missing or ("a link needs two concepts" if item.source == item.target
                                else None)
         assert isinstance(item, PairIn | LabelIn | PairRef)
-        missing = self.known(item.a, item.b)
-        if missing:
-            return missing
-        if item.a == item.b:
-            return "a pair needs two different concepts"
+        problem = pair_problem(self, item.a, item.b, "pair")
+        if problem is not None:
+            return problem.reason
         if isinstance(item, PairIn):
             return self.pair(item)
         if isinstance(item, LabelIn):
@@ -434,7 +437,7 @@ class _Validator:
             name: dict[Any, str] = self.state.name_of
             cited = ", ".join(
                 f"({name.get(p.a, p.a)}, {name.get(p.b, p.b)}) "
-                f"{'positive' if p.positive else 'negative'}" for p in exc.proof.labels)
+                f"{label_value(p.positive)}" for p in exc.proof.labels)
             return f"contradicts the labels {cited}"
         self.live.add((a, b))
         return None
@@ -477,8 +480,7 @@ class _Validator:
         for line, parsed in source():
             self.records += 1
             if not isinstance(parsed, str) and isinstance(parsed.item, LabelIn) \
-                    and self.known(parsed.item.a, parsed.item.b) is None \
-                    and parsed.item.a != parsed.item.b:
+                    and pair_problem(self, parsed.item.a, parsed.item.b) is None:
                 self.pending.append((line, parsed.item))
                 continue
             self.flush()  # errors come out in the order of their lines
@@ -543,9 +545,11 @@ def _write_batch(work: ProjectWork, kind: Kind, items: list[Any], summary: Impor
         plan, _ = change_corpus(work, add_links=[(item.source, item.target) for item in items])
         summary.links_created += len(plan.links_added)
     elif kind == "label":
-        _, body = post_bulk(work, BulkLabels(labels=items))
-        summary.labels_created += body["created"]
-        summary.labels_unchanged += body["unchanged"]
+        written = post_bulk(work, BulkLabels(labels=items))
+        if isinstance(written, Refused):  # validated, unless labels changed since
+            raise written.error
+        summary.labels_created += written.answer.created
+        summary.labels_unchanged += written.answer.unchanged
     else:
         state = work.state
         for item in items:

@@ -10,8 +10,9 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.orm import aliased
 
 from app.errors import InvalidItems, UnknownConcepts
-from app.schemas import PairIn, PairPage, PairRead, PairsCreated
+from app.schemas import PairIn, PairPage, PairRead, PairsCreated, label_value
 from app.services.corpus import FEATURE_LENGTH, computed_features, statistics
+from app.services.labels.proofs import pair_problem
 from app.services.state import ProjectState, encode_features, load_rows
 from app.services.unit import ProjectView, ProjectWork
 from models import Concept, PoolPair, Project
@@ -36,15 +37,12 @@ def _check(state: ProjectState, pairs: list[PairIn], feature_length: int,
         errors.append({"index": index, "a": pair.a, "b": pair.b, "reason": reason})
 
     for index, pair in enumerate(pairs):
-        missing = [name for name in (pair.a, pair.b) if name not in state.id_of]
-        if missing:
-            unknown.extend(missing)
-            fail(index, pair, "unknown concept " + ", ".join(repr(m) for m in missing))
+        problem = pair_problem(state.id_of, pair.a, pair.b, "pair")
+        if problem is not None:
+            unknown.extend(problem.unknown)
+            fail(index, pair, problem.reason)
             continue
         key = (state.id_of[pair.a], state.id_of[pair.b])
-        if key[0] == key[1]:
-            fail(index, pair, "a pair needs two different concepts")
-            continue
         if computed or pair.features is None:
             if not computed:
                 fail(index, pair, "the project's pairs come with features (its features are "
@@ -189,7 +187,7 @@ def list_pairs(view: ProjectView, limit: int, offset: int) -> PairPage:
         value = closure.status(a_id, b_id).value if a_id in state.name_of and \
             b_id in state.name_of else None
         status: Literal["positive", "negative", "undecided"] = (
-            "undecided" if value is None else "positive" if value else "negative")
+            "undecided" if value is None else label_value(value))
         items.append(PairRead(id=pair_id, a=a_name, b=b_name,
                               features=np.frombuffer(blob, dtype="<f8").tolist(), status=status))
     return PairPage(items=items, total=total)

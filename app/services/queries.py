@@ -10,6 +10,7 @@ Every suggestion is logged.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -29,7 +30,7 @@ from app.schemas import (
     label_value,
 )
 from app.services.training import TrainedModel, prediction_key, strategy_key
-from app.services.unit import ProjectView, ProjectWork, Retry
+from app.services.unit import ProjectView, ProjectWork
 from models import Concept, PoolPair, Reservation, Suggestion, utcnow
 from reasoning.strategies import Selection, parse_strategy
 from reasoning.strategies import select as select_rows
@@ -107,36 +108,50 @@ def next_queries(work: ProjectWork, strategy: str, k: int, annotator: str | None
                        int(undecided.sum()), model)
 
     def store(work: ProjectWork, project: Any, choice: _Choice) -> NextQueries:
-        session, state = work.session, work.state
-        now = utcnow()
-        pid = state.project_id
-        session.execute(delete(Reservation).where(Reservation.project_id == pid,
-                                                  Reservation.expires_at <= now))
-        if annotator is not None:  # a new request replaces the annotator's earlier leases
-            session.execute(delete(Reservation).where(Reservation.project_id == pid,
-                                                      Reservation.annotator == annotator))
-        if set(choice.pair_ids) & _leased_elsewhere(session, work, annotator, now):
-            raise Retry  # another annotator leased one of them meanwhile: choose again
-        queries = _queries(work, choice)
-        reserved_until = None
-        if choice.pair_ids:
-            session.execute(insert(Suggestion), [
-                {"project_id": pid, "pair_id": pair_id, "strategy": strategy,
-                 "score": q.score, "gain_positive": q.gain_if_positive,
-                 "gain_negative": q.gain_if_negative, "annotator": annotator,
-                 "version": state.version, "created_at": now}
-                for pair_id, q in zip(choice.pair_ids, queries, strict=True)])
-            if annotator is not None:
-                reserved_until = now + timedelta(seconds=lease_seconds)
-                session.execute(insert(Reservation), [
-                    {"project_id": pid, "pair_id": pair_id, "annotator": annotator,
-                     "created_at": now, "expires_at": reserved_until}
-                    for pair_id in choice.pair_ids])
-        return NextQueries(queries=queries, undecided=choice.undecided, strategy=strategy,
-                           model=_model_info(work, choice.model), annotator=annotator,
-                           reserved_until=reserved_until)
+        return _reserve(work, choice, strategy, annotator, lease_seconds)
 
-    return work.write(compute, store)
+    return work.write(compute, store, holds=_not_leased_elsewhere(annotator))
+
+
+def _not_leased_elsewhere(annotator: str | None) -> Callable[[ProjectWork, _Choice], bool]:
+    """Whether no other annotator leased a chosen pair meanwhile (else they are chosen again)."""
+
+    def holds(work: ProjectWork, choice: _Choice) -> bool:
+        leased = _leased_elsewhere(work.session, work, annotator, utcnow())
+        return not set(choice.pair_ids) & leased
+
+    return holds
+
+
+def _reserve(work: ProjectWork, choice: _Choice, strategy: str, annotator: str | None,
+             lease_seconds: float) -> NextQueries:
+    """Log the chosen questions and lease them to ``annotator`` (in the write transaction)."""
+    session, state = work.session, work.state
+    now = utcnow()
+    pid = state.project_id
+    session.execute(delete(Reservation).where(Reservation.project_id == pid,
+                                              Reservation.expires_at <= now))
+    if annotator is not None:  # a new request replaces the annotator's earlier leases
+        session.execute(delete(Reservation).where(Reservation.project_id == pid,
+                                                  Reservation.annotator == annotator))
+    queries = _queries(work, choice)
+    reserved_until = None
+    if choice.pair_ids:
+        session.execute(insert(Suggestion), [
+            {"project_id": pid, "pair_id": pair_id, "strategy": strategy,
+             "score": q.score, "gain_positive": q.gain_if_positive,
+             "gain_negative": q.gain_if_negative, "annotator": annotator,
+             "version": state.version, "created_at": now}
+            for pair_id, q in zip(choice.pair_ids, queries, strict=True)])
+        if annotator is not None:
+            reserved_until = now + timedelta(seconds=lease_seconds)
+            session.execute(insert(Reservation), [
+                {"project_id": pid, "pair_id": pair_id, "annotator": annotator,
+                 "created_at": now, "expires_at": reserved_until}
+                for pair_id in choice.pair_ids])
+    return NextQueries(queries=queries, undecided=choice.undecided, strategy=strategy,
+                       model=_model_info(work, choice.model), annotator=annotator,
+                       reserved_until=reserved_until)
 
 
 def _queries(view: ProjectView, choice: _Choice) -> list[Query]:

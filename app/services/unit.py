@@ -1,20 +1,27 @@
 """One unit of work per request on a project: a caught-up ``(session, project, state)``.
 
-:func:`open_project` is the one way a request reaches a project's reasoning state (the routes
-use it through the ``ProjectRead`` / ``WriteProject`` dependencies of
-:mod:`app.routes.common`):
+:func:`open_project` is the one way a request, a job or an import reaches a project's
+reasoning state (the routes use it through the ``ReadProject`` / ``WriteProject`` dependencies
+of :mod:`app.routes.common`); nothing here knows about HTTP:
 
 1. the project must exist (404 before any cached state is made for it);
 2. the state's lock is taken and the state caught up with the project row's version, in a
    read-only transaction;
-3. the handler reads the state (:class:`ProjectView`) or writes (:meth:`ProjectWork.write`):
-   it *computes* against the cached state first (the closure update, the gains) with no
-   database lock held, then takes a short write transaction that re-checks the project's
-   version and only writes. If another process wrote in between, the cache catches up and
-   the work runs again, inside the write transaction this time;
+3. the caller reads the state (:class:`ProjectView`) or writes (:meth:`ProjectWork.write`):
+   ``compute`` plans the write against the cached state (the closure update, the gains) with
+   no database lock held, then ``store`` writes the plan in a short write transaction that
+   first re-checks the project's version (and the write's own ``holds`` check, if any). If
+   another process wrote in between, the cache catches up and the work runs once more,
+   inside the write transaction this time, so it cannot be overtaken twice;
 4. any exception after the cache changed invalidates it (checked with the state's mutation
    counter), so a failed request never leaves the cache ahead of the database;
 5. the lock is released, and if the labels or the pool changed the trainer is told.
+
+Idempotent writes (:meth:`ProjectWork.idempotent`) add a :class:`Once` hook: asked before the
+work and again inside the write transaction whether an earlier request with the same key
+already answered, and told the result to keep, in that same transaction. Finding an answer
+inside the transaction is the one case where the unit leaves the caller's code by an
+exception: a private one, raised and caught in this module.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.orm import Session
 
@@ -35,31 +42,35 @@ from models import Project
 
 __all__ = [
     "Limits",
+    "Once",
     "ProjectView",
     "ProjectWork",
-    "Retry",
-    "Superseded",
     "open_project",
 ]
 
+A = TypeVar("A")
+A_co = TypeVar("A_co", covariant=True)
 P = TypeVar("P")
 R = TypeVar("R")
 V = TypeVar("V", bound="ProjectView")
 
 
-class Retry(Exception):  # noqa: N818 - a signal, not an error
-    """Raised by a ``store`` step: the data moved under the computation; compute again."""
+class Once(Protocol[A_co]):
+    """The hook of an idempotent write (an ``Idempotency-Key``): at most one answer per key."""
+
+    def replayed(self, session: Session) -> A_co | None:
+        """The answer an earlier request with this key stored, if any (read in ``session``)."""
+
+    def record(self, session: Session, result: Any) -> None:
+        """Keep ``result``, the write's own, in ``session``'s write transaction."""
 
 
-class Superseded(Exception, Generic[R]):  # noqa: N818 - a signal, not an error
-    """Raised by a ``store`` step: answer ``result`` instead, and write nothing.
+class _Replayed(Exception):  # noqa: N818 - the one signal, raised and caught in this module
+    """The write transaction found the answer of an earlier request with the same key."""
 
-    (An idempotent retry whose first request committed in another process meanwhile.)
-    """
-
-    def __init__(self, result: R) -> None:
-        super().__init__("superseded")
-        self.result = result
+    def __init__(self, answer: Any) -> None:
+        super().__init__("replayed")
+        self.answer = answer
 
 
 def _read_project(session: Session, project_id: int) -> Project:
@@ -126,55 +137,85 @@ class ProjectWork(ProjectView):
     """A :class:`ProjectView` that may write: compute first, then a short transaction."""
 
     _atomic: Project | None = None
+    _once: Once[Any] | None = None
 
     def write(self, compute: Callable[[ProjectWork], P],
-              store: Callable[[ProjectWork, Project, P], R]) -> R:
+              store: Callable[[ProjectWork, Project, P], R],
+              holds: Callable[[ProjectWork, P], bool] | None = None) -> R:
         """``store(self, project, compute(self))`` in a write transaction, at the same version.
 
-        ``compute`` works on the cached state (it may change it, and may read but not end the
-        session's transaction); ``store`` runs inside the write transaction with the locked
-        ``project`` row, writes, bumps ``project.version`` when it changed the project's data,
-        and may raise :class:`Retry` or :class:`Superseded`. Returns what ``store`` returns.
-
-        The first attempt computes with no database lock held. When another process wrote in
-        between, the cache catches up and the work is done again, this time inside the write
-        transaction (so it cannot be overtaken twice).
+        ``compute`` plans on the cached state (it may change it, and may read but not end the
+        session's transaction) and raises the domain errors that refuse the request.
+        ``store`` runs inside the write transaction with the locked ``project`` row, writes
+        the plan, bumps ``project.version`` when it changed the project's data, and returns
+        the result. ``holds``, when given, reads (in the write transaction, before ``store``)
+        whether the plan still holds where the version does not tell (another annotator
+        leased a pair meanwhile); False computes it again. Returns what ``store`` returns.
         """
-        state = self.state
         if self._atomic is not None:  # inside atomically(): one transaction holds them all
             plan = compute(self)
-            try:
-                return self._stored(self._atomic, store(self, self._atomic, plan))
-            except (Retry, Superseded):
-                raise ConcurrentChange("a write inside an atomic import was overtaken; "
-                                       "retry") from None
+            if holds is not None and not holds(self, plan):
+                raise ConcurrentChange("a write inside an atomic import was overtaken; retry")
+            return self._store(self._atomic, store, plan)
+        state = self.state
         version, before = state.version, state.mutations
-        plan = compute(self)
-        try:
-            with write_transaction(self.session, state.project_id) as locked:
-                assert locked is not None
-                if locked.version != version:
-                    raise Retry
-                return self._stored(locked, store(self, locked, plan))
-        except Retry:
-            pass
-        except Superseded as superseded:
-            return self._superseded(superseded, before)
-        if state.mutations != before:
+        plan = compute(self)  # 1. on the cached state, no database lock held
+        with write_transaction(self.session, state.project_id) as locked:
+            assert locked is not None  # 2. nobody wrote meanwhile: store the plan
+            if locked.version == version and (holds is None or holds(self, plan)):
+                return self._store(locked, store, plan)
+        if state.mutations != before:  # 3. overtaken: the plan had moved the cache, rebuild
             state.invalidate()
+        with write_transaction(self.session, state.project_id) as locked:
+            assert locked is not None  # 4. catch up and do it all again, locked
+            catch_up(self.session, state, locked)
+            plan = compute(self)
+            if holds is not None and not holds(self, plan):
+                raise ConcurrentChange("the project changed under a locked write; retry")
+            return self._store(locked, store, plan)
+
+    def _store(self, locked: Project, store: Callable[[ProjectWork, Project, P], R],
+               plan: P) -> R:
+        """``store`` inside the write transaction, between the two steps of the idempotency
+        hook (a stored answer found here ends the idempotent block, nothing written)."""
+        if self._once is not None:
+            answer = self._once.replayed(self.session)
+            if answer is not None:  # the first request committed meanwhile, elsewhere
+                raise _Replayed(answer)
+        result = store(self, locked, plan)
+        if self._once is not None:
+            self._once.record(self.session, result)
+        self.project = locked
+        self.state.version = locked.version
+        return result
+
+    def idempotent(self, once: Once[A], run: Callable[[], R]) -> R | A:
+        """``run()``, a service call that writes through this unit, answered at most once.
+
+        The answer stored under ``once`` is looked up first (in a read transaction) and, if
+        found, returned without running anything; else every write of ``run`` looks it up
+        again inside its write transaction and records its result there (see :class:`Once`).
+        An answer found then (another process's request with the same key committed in the
+        meantime) is returned instead, nothing of this one stored and the cache dropped if
+        the plan had moved it.
+        """
+        assert self._once is None and self._atomic is None, "not nested"
+        stored = once.replayed(self.session)
+        self.session.rollback()
+        if stored is not None:
+            return stored
+        entered = self.state.mutations
+        self._once = once
         try:
-            with write_transaction(self.session, state.project_id) as locked:
-                assert locked is not None
-                self.project = locked
-                catch_up(self.session, state, locked)
-                before = state.mutations
-                return self._stored(locked, store(self, locked, compute(self)))
-        except Superseded as superseded:
-            return self._superseded(superseded, before)
-        except Retry:
-            if state.mutations != before:
-                state.invalidate()
-            raise ConcurrentChange("the project changed under a locked write; retry") from None
+            return run()
+        except _Replayed as replayed:
+            if self.state.mutations != entered:
+                self.state.invalidate()
+                self.refresh()
+            answer: A = replayed.answer
+            return answer
+        finally:
+            self._once = None
 
     @contextmanager
     def atomically(self) -> Iterator[None]:
@@ -196,17 +237,6 @@ class ProjectWork(ProjectView):
             raise
         finally:
             self._atomic = None
-
-    def _stored(self, locked: Project, result: R) -> R:
-        self.project = locked
-        self.state.version = locked.version
-        return result
-
-    def _superseded(self, superseded: Superseded[R], before: int) -> R:
-        if self.state.mutations != before:
-            self.state.invalidate()
-            self.refresh()
-        return superseded.result
 
 
 @contextmanager

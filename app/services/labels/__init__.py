@@ -4,6 +4,7 @@ decided pairs, explaining a pair (proofs), and the stored closure rows they all 
 from app.services.labels.listing import list_labels
 from app.services.labels.proofs import pair_status
 from app.services.labels.retraction import retract_label
-from app.services.labels.writing import Outcome, post_bulk, post_label
+from app.services.labels.writing import Refused, Written, post_bulk, post_label
 
-__all__ = ["Outcome", "list_labels", "pair_status", "post_bulk", "post_label", "retract_label"]
+__all__ = ["Refused", "Written", "list_labels", "pair_status", "post_bulk", "post_label",
+           "retract_label"]

@@ -1,24 +1,51 @@
-"""Why a pair is decided: proofs as asserted labels (with ids and names), a pair's status."""
+"""Why a pair is decided: proofs as asserted labels (with ids and names), a pair's status.
+
+Also what makes two names a pair at all (:func:`pair_problem`), the one check behind every
+label, pool pair and imported record.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Container
+from dataclasses import dataclass
 from typing import Any
 
-from app.errors import Contradiction, InvalidLabel
+from app.errors import Contradiction, InvalidLabel, UnknownConcepts
 from app.schemas import LabelRef, PairStatus, label_value
-from app.services.concepts import resolve
 from app.services.state import ProjectState
 from reasoning.closure import ContradictionError, Proof
 
-__all__ = ["check_pair", "contradiction", "pair_status", "proof_chains", "proof_refs"]
+__all__ = ["PairProblem", "check_pair", "contradiction", "pair_problem", "pair_status",
+           "proof_chains", "proof_refs"]
+
+
+@dataclass(frozen=True)
+class PairProblem:
+    """Why ``(a, b)`` is no pair: the names the project does not know, or a self pair."""
+
+    unknown: list[str]  # empty for a self pair
+    reason: str
+
+
+def pair_problem(known: Container[str], a: str, b: str,
+                 what: str = "label") -> PairProblem | None:
+    """What is wrong with ``(a, b)`` as a ``what`` (a label, a pair) among ``known`` names."""
+    missing = [name for name in (a, b) if name not in known]
+    if missing:
+        return PairProblem(missing, "unknown concept " + ", ".join(repr(m) for m in missing))
+    if a == b:
+        return PairProblem([], f"a {what} needs two different concepts")
+    return None
 
 
 def check_pair(state: ProjectState, a: str, b: str) -> tuple[int, int]:
     """The concept ids of a label's pair; 422 for unknown names or a self pair."""
-    a_id, b_id = resolve(state, [a, b])
-    if a_id == b_id:
-        raise InvalidLabel(f"a label needs two different concepts, got ({a!r}, {a!r})")
-    return a_id, b_id
+    problem = pair_problem(state.id_of, a, b)
+    if problem is not None:
+        if problem.unknown:
+            raise UnknownConcepts(problem.unknown)
+        raise InvalidLabel(f"{problem.reason}, got ({a!r}, {a!r})")
+    return state.id_of[a], state.id_of[b]
 
 
 def proof_refs(state: ProjectState, proof: Proof,

@@ -5,16 +5,20 @@ together with the lines of pairs it newly decides (:mod:`app.services.labels.sto
 short write transaction (:meth:`app.services.unit.ProjectWork.write`): a crash leaves all of
 it or none.
 
-With an ``Idempotency-Key``, the outcome of executing the request (its 2xx answer, or the 409
-of a contradiction) is stored with the key in that same transaction, and a retry replays it.
-Refusals before execution (unknown concepts, ...) are not stored: a fixed retry may pass.
+A write answers :class:`Written` (the label created, or found asserted the same way already)
+or :class:`Refused` (a contradiction, with its proof): a refusal is a *result*, committed by
+the unit of work like any other (a refused single label is kept for the annotators' counts),
+whether or not the request carries an ``Idempotency-Key``; the route answers it 409 and, under
+a key, stores it with the key (:meth:`app.services.unit.ProjectWork.idempotent`). Refusals
+before execution (unknown concepts, a self pair, the budget) are raised as usual.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from pydantic import BaseModel
 from sqlalchemy import update
 
 from app.errors import (
@@ -35,8 +39,14 @@ from app.schemas import (
     NewlyDecided,
     label_value,
 )
-from app.services.idempotency import Idempotency
-from app.services.labels.proofs import check_pair, contradiction, proof_chains, proof_refs
+from app.services.annotators import record_refusal
+from app.services.labels.proofs import (
+    check_pair,
+    contradiction,
+    pair_problem,
+    proof_chains,
+    proof_refs,
+)
 from app.services.labels.store import (
     Encoded,
     cause_in_store,
@@ -49,44 +59,29 @@ from app.services.labels.store import (
     write_encoded,
 )
 from app.services.state import LiveLabel, ProjectState
-from app.services.unit import ProjectWork, Superseded
+from app.services.unit import ProjectWork
 from models import AssertedLabel, Project, utcnow
 from reasoning.closure import Closure, ContradictionError, Label, Update
 
-__all__ = ["Outcome", "post_bulk", "post_label"]
+__all__ = ["CANONICAL_MIN", "Refused", "Written", "post_bulk", "post_label", "within_budget"]
 
-Outcome = tuple[int, dict[str, Any]]
-"""``(status, body)`` of a label write: what is answered, and stored under a key."""
-
-
-def _refusal(idempotency: Idempotency | None,
-             error: Contradiction | BulkContradiction) -> Outcome:
-    """A contradiction as the outcome of execution (with a key), else raised as usual."""
-    if idempotency is None:
-        raise error
-    return error.kind.status, idempotency.problem(error)
+M = TypeVar("M", bound=BaseModel)
 
 
-def _execute(work: ProjectWork, idempotency: Idempotency | None, compute: Any,
-             store: Any) -> Outcome:
-    """``work.write(compute, store)``, replaying and storing outcomes under the key."""
-    if idempotency is not None:
-        stored = idempotency.lookup(work.session)
-        work.session.rollback()
-        if stored is not None:
-            return stored
+@dataclass(frozen=True)
+class Written(Generic[M]):
+    """A label write that went through: its answer, ``created`` (a bulk import always is),
+    or not (the one label posted was already asserted the same way)."""
 
-    def store_once(work: ProjectWork, project: Project, plan: Any) -> Outcome:
-        if idempotency is not None:
-            stored = idempotency.lookup(work.session)
-            if stored is not None:  # the first request committed meanwhile, elsewhere
-                raise Superseded(stored)
-        outcome: Outcome = plan if isinstance(plan, tuple) else store(work, project, plan)
-        if idempotency is not None:
-            idempotency.store(work.session, *outcome)
-        return outcome
+    answer: M
+    created: bool = True
 
-    return work.write(compute, store_once)
+
+@dataclass(frozen=True)
+class Refused:
+    """A label write refused by the order: nothing asserted; ``error`` holds the proof."""
+
+    error: Contradiction | BulkContradiction
 
 
 # ---------------------------------------------------------------------------- one label
@@ -94,22 +89,26 @@ def _execute(work: ProjectWork, idempotency: Idempotency | None, compute: Any,
 class _Planned:
     a_id: int
     b_id: int
-    positive: bool
     update: Update
     was_decided: bool
+
+
+@dataclass(frozen=True)
+class _Found:
+    live: LiveLabel  # the label, asserted the same way already
 
 
 def _decided(state: ProjectState, update: Update) -> list[DecidedPair]:
     """The first :data:`MAX_DECIDED_LISTED` pairs ``update`` decided (an answer stays small)."""
     name: dict[Any, str] = state.name_of
-    listed = [DecidedPair(a=name[a], b=name[b], label="positive")
+    listed = [DecidedPair(a=name[a], b=name[b], label=label_value(True))
               for a, b in update.pairs(True, MAX_DECIDED_LISTED)]
-    return listed + [DecidedPair(a=name[a], b=name[b], label="negative")
+    return listed + [DecidedPair(a=name[a], b=name[b], label=label_value(False))
                      for a, b in update.pairs(False, MAX_DECIDED_LISTED - len(listed))]
 
 
 def _created(state: ProjectState, a: str, b: str, positive: bool, live: LiveLabel,
-             update: Update | None) -> dict[str, Any]:
+             update: Update | None) -> LabelCreated:
     n_positive = update.n_positive if update is not None else 0
     n_negative = update.n_negative if update is not None else 0
     total = n_positive + n_negative
@@ -121,7 +120,7 @@ def _created(state: ProjectState, a: str, b: str, positive: bool, live: LiveLabe
         newly_decided=NewlyDecided(positive=n_positive, negative=n_negative),
         decided=_decided(state, update) if update is not None else [],
         decided_total=total, decided_rest=rest,
-    ).model_dump(mode="json")
+    )
 
 
 def within_budget(work: ProjectWork, closure: Closure, a_id: int, b_id: int, positive: bool,
@@ -134,48 +133,62 @@ def within_budget(work: ProjectWork, closure: Closure, a_id: int, b_id: int, pos
             raise BudgetExceeded("decided_pairs", limit, would_reach, what)
 
 
-def post_label(work: ProjectWork, body: LabelIn,
-               idempotency: Idempotency | None = None) -> Outcome:
-    """Apply one label: 201 new, 200 already asserted the same way.
+def post_label(work: ProjectWork, body: LabelIn) -> Written[LabelCreated] | Refused:
+    """Apply one label: created, or found already asserted the same way, or refused.
 
-    Raises :class:`UnknownConcepts`, :class:`InvalidLabel` or :class:`Contradiction` (with the
-    proof of the opposite label) before anything changes; with an idempotency key the
-    contradiction is answered (and stored) as ``(409, problem)`` instead.
+    Raises :class:`UnknownConcepts`, :class:`InvalidLabel` or :class:`BudgetExceeded` before
+    anything changes. A contradiction (with the proof of the opposite label) is returned as
+    :class:`Refused`, and the refused answer is kept for the annotators' counts.
     """
     positive = body.positive
 
-    def compute(work: ProjectWork) -> _Planned | Outcome:
+    def compute(work: ProjectWork) -> _Planned | _Found | Refused:
         state = work.state
         a_id, b_id = check_pair(state, body.a, body.b)
         live = state.labels.get((a_id, b_id))
         if live is not None and live.positive == positive:
-            return 200, _created(state, body.a, body.b, positive, live, None)
+            return _Found(live)
         was_decided = state.closure.status(a_id, b_id).value is not None
         within_budget(work, state.closure, a_id, b_id, positive, "this label")
         try:
             update = state.add_label(a_id, b_id, positive)
         except ContradictionError as exc:
-            return _refusal(idempotency, contradiction(state, body.a, body.b, positive, exc))
-        return _Planned(a_id, b_id, positive, update, was_decided)
+            return Refused(contradiction(state, body.a, body.b, positive, exc))
+        return _Planned(a_id, b_id, update, was_decided)
 
-    def store(work: ProjectWork, project: Project, plan: _Planned) -> Outcome:
-        state, session = work.state, work.session
-        project.version += 1
-        label = AssertedLabel(project_id=project.id, a_id=plan.a_id, b_id=plan.b_id,
-                              positive=positive, annotator=body.annotator, created_at=utcnow(),
-                              version=project.version)
-        session.add(label)
-        session.flush()
-        # decided before: the label whose effect holds the pair stays its cause
-        label.caused_by = cause_in_store(session, state.closure, project.id, plan.a_id,
-                                         plan.b_id, positive) if plan.was_decided else label.id
-        write_effects(session, project.id, [(label.id, plan.update)], state.closure.concepts)
-        release(session, state, [(plan.a_id, plan.b_id)])
-        state.remember_label(label)
-        live = state.labels[(plan.a_id, plan.b_id)]
-        return 201, _created(state, body.a, body.b, positive, live, plan.update)
+    def store(work: ProjectWork, project: Project,
+              plan: _Planned | _Found | Refused) -> Written[LabelCreated] | Refused:
+        state = work.state
+        if isinstance(plan, _Found):
+            return Written(_created(state, body.a, body.b, positive, plan.live, None),
+                           created=False)
+        if isinstance(plan, Refused):
+            record_refusal(work.session, project.id, state.id_of[body.a], state.id_of[body.b],
+                           positive, body.annotator)
+            return plan
+        live = _store_label(work, project, body, plan)
+        return Written(_created(state, body.a, body.b, positive, live, plan.update))
 
-    return _execute(work, idempotency, compute, store)
+    return work.write(compute, store)
+
+
+def _store_label(work: ProjectWork, project: Project, body: LabelIn,
+                 plan: _Planned) -> LiveLabel:
+    """Store the label and the lines it decided; the label as the state now holds it."""
+    state, session = work.state, work.session
+    project.version += 1
+    label = AssertedLabel(project_id=project.id, a_id=plan.a_id, b_id=plan.b_id,
+                          positive=body.positive, annotator=body.annotator, created_at=utcnow(),
+                          version=project.version)
+    session.add(label)
+    session.flush()
+    # decided before: the label whose effect holds the pair stays its cause
+    label.caused_by = cause_in_store(session, state.closure, project.id, plan.a_id,
+                                     plan.b_id, body.positive) if plan.was_decided else label.id
+    write_effects(session, project.id, [(label.id, plan.update)], state.closure.concepts)
+    release(session, state, [(plan.a_id, plan.b_id)])
+    state.remember_label(label)
+    return state.labels[(plan.a_id, plan.b_id)]
 
 
 # ---------------------------------------------------------------------------- bulk import
@@ -191,14 +204,7 @@ class _BulkItem:
 
 
 @dataclass(frozen=True)
-class _BulkPlan:
-    closure: Closure
-    items: list[_BulkItem]
-    prepared: _Prepared | None = None
-
-
-@dataclass(frozen=True)
-class _Prepared:
+class _StoreInputs:
     """What the write of a bulk plan needs, computed before the write lock is taken.
 
     Per new label (in the order stored): its encoded lines; the position of the new label
@@ -210,38 +216,39 @@ class _Prepared:
     values: Any
 
 
-def _prepared(state: ProjectState, plan: _BulkPlan) -> _BulkPlan:
+@dataclass(frozen=True)
+class _BulkPlan:
+    closure: Closure
+    items: list[_BulkItem]
+    inputs: _StoreInputs | None = None
+
+
+def _with_store_inputs(state: ProjectState, plan: _BulkPlan) -> _BulkPlan:
+    """``plan`` with its :class:`_StoreInputs` computed (no lock held)."""
     new = [item for item in plan.items if item.update is not None]
     updates = [item.update for item in new if item.update is not None]
     concepts = plan.closure.concepts
     causes = causes_in([(k, Label(i.a_id, i.b_id, i.positive)) for k, i in enumerate(new)],
                        updates, plan.closure, missing_ok=True)
-    return _BulkPlan(plan.closure, plan.items, _Prepared(
+    return _BulkPlan(plan.closure, plan.items, _StoreInputs(
         [encode_update(u, concepts) for u in updates], causes,
         state.values_under(plan.closure)))
 
 
 def _resolve_bulk(state: ProjectState, labels: list[LabelIn]) -> list[tuple[int, int]]:
+    """The concept ids of every label's pair; every offending item listed in a 422."""
     unknown: list[str] = []
     errors: list[dict[str, Any]] = []
-    pairs: list[tuple[int, int]] = []
     for index, item in enumerate(labels):
-        missing = [n for n in (item.a, item.b) if n not in state.id_of]
-        if missing:
-            unknown.extend(missing)
-            errors.append({"index": index, "a": item.a, "b": item.b,
-                           "reason": "unknown concept " + ", ".join(repr(m) for m in missing)})
-            continue
-        pair = (state.id_of[item.a], state.id_of[item.b])
-        if pair[0] == pair[1]:
-            errors.append({"index": index, "a": item.a, "b": item.b,
-                           "reason": "a label needs two different concepts"})
-        pairs.append(pair)
+        problem = pair_problem(state.id_of, item.a, item.b)
+        if problem is not None:
+            unknown.extend(problem.unknown)
+            errors.append({"index": index, "a": item.a, "b": item.b, "reason": problem.reason})
     if unknown:
         raise UnknownConcepts(unknown, errors)
     if errors:
         raise InvalidItems(errors, "labels")
-    return pairs
+    return [(state.id_of[item.a], state.id_of[item.b]) for item in labels]
 
 
 CANONICAL_MIN = 200
@@ -286,69 +293,81 @@ def _canonical(work: ProjectWork, state: ProjectState, labels: list[LabelIn],
     return _BulkPlan(closure, plan)
 
 
-def post_bulk(work: ProjectWork, body: BulkLabels,
-              idempotency: Idempotency | None = None) -> Outcome:
+def post_bulk(work: ProjectWork, body: BulkLabels) -> Written[BulkLabelsCreated] | Refused:
     """Import many labels in one transaction: all applied, or none and every contradiction.
 
     Labels are applied in the order given, to a copy of the closure; each contradiction (with
     the stored labels or with an earlier label of the import) is listed with its proof, and
-    nothing is stored then. A large import into a project without labels is applied in the
-    canonical order instead (:data:`CANONICAL_MIN`).
+    nothing is stored then (:class:`Refused`). A large import into a project without labels
+    is applied in the canonical order instead (:data:`CANONICAL_MIN`).
     """
 
-    def compute(work: ProjectWork) -> _BulkPlan | Outcome:
+    def compute(work: ProjectWork) -> _BulkPlan | Refused:
         state = work.state
         pairs = _resolve_bulk(state, body.labels)
-        fast = _canonical(work, state, body.labels, pairs)
-        if fast is not None:
-            return _prepared(state, fast)
-        closure = state.closure.copy()
-        pending: dict[tuple[int, int], int] = {}
-        items: list[_BulkItem] = []
-        contradictions: list[dict[str, Any]] = []
-        for index, (item, (a_id, b_id)) in enumerate(zip(body.labels, pairs, strict=True)):
-            status = closure.status(a_id, b_id)
-            if status.asserted and status.value == item.positive:
-                items.append(_BulkItem(index, a_id, b_id, item.positive, item.annotator,
-                                       None, True))
-                continue
-            within_budget(work, closure, a_id, b_id, item.positive,
-                          f"label {index} of the import")
-            try:
-                update = closure.add_label(a_id, b_id, item.positive)
-            except ContradictionError as exc:
-                contradictions.append({
-                    "index": index, "a": item.a, "b": item.b, "label": item.label,
-                    "proof": proof_refs(state, exc.proof, pending),
-                    "chains": proof_chains(state, exc.proof),
-                })
-                continue
-            pending[(a_id, b_id)] = index
-            items.append(_BulkItem(index, a_id, b_id, item.positive, item.annotator, update,
-                                   status.value is not None))
-        if contradictions:
-            return _refusal(idempotency, BulkContradiction(
-                f"{len(contradictions)} label(s) contradict the others; nothing was stored",
-                contradictions=contradictions))
-        return _prepared(state, _BulkPlan(closure, items))
+        plan = _canonical(work, state, body.labels, pairs) or _in_order(work, body.labels, pairs)
+        return plan if isinstance(plan, Refused) else _with_store_inputs(state, plan)
 
-    def store(work: ProjectWork, project: Project, plan: _BulkPlan) -> Outcome:
-        ids = _store_bulk(work, project, plan)
-        state = work.state
-        new = [item for item in plan.items if item.update is not None]
-        name = state.name_of
-        listed = sorted(plan.items, key=lambda i: i.index)
-        return 201, BulkLabelsCreated(
-            created=len(new), unchanged=len(plan.items) - len(new),
-            newly_decided=NewlyDecided(
-                positive=sum(i.update.n_positive for i in new if i.update),
-                negative=sum(i.update.n_negative for i in new if i.update)),
-            labels=[LabelRef(id=ids.get(i.index) or state.labels[(i.a_id, i.b_id)].id,
-                             a=name[i.a_id], b=name[i.b_id], label=label_value(i.positive))
-                    for i in listed],
-        ).model_dump(mode="json")
+    def store(work: ProjectWork, project: Project,
+              plan: _BulkPlan | Refused) -> Written[BulkLabelsCreated] | Refused:
+        if isinstance(plan, Refused):
+            return plan
+        return Written(_bulk_created(work.state, plan, _store_bulk(work, project, plan)))
 
-    return _execute(work, idempotency, compute, store)
+    return work.write(compute, store)
+
+
+def _in_order(work: ProjectWork, labels: list[LabelIn],
+              pairs: list[tuple[int, int]]) -> _BulkPlan | Refused:
+    """The import applied in the order given, to a copy of the closure; or every
+    contradiction with its proof."""
+    state = work.state
+    closure = state.closure.copy()
+    pending: dict[tuple[int, int], int] = {}
+    items: list[_BulkItem] = []
+    contradictions: list[dict[str, Any]] = []
+    for index, (item, (a_id, b_id)) in enumerate(zip(labels, pairs, strict=True)):
+        status = closure.status(a_id, b_id)
+        if status.asserted and status.value == item.positive:
+            items.append(_BulkItem(index, a_id, b_id, item.positive, item.annotator,
+                                   None, True))
+            continue
+        within_budget(work, closure, a_id, b_id, item.positive,
+                      f"label {index} of the import")
+        try:
+            update = closure.add_label(a_id, b_id, item.positive)
+        except ContradictionError as exc:
+            contradictions.append({
+                "index": index, "a": item.a, "b": item.b, "label": item.label,
+                "proof": proof_refs(state, exc.proof, pending),
+                "chains": proof_chains(state, exc.proof),
+            })
+            continue
+        pending[(a_id, b_id)] = index
+        items.append(_BulkItem(index, a_id, b_id, item.positive, item.annotator, update,
+                               status.value is not None))
+    if contradictions:
+        return Refused(BulkContradiction(
+            f"{len(contradictions)} label(s) contradict the others; nothing was stored",
+            contradictions=contradictions))
+    return _BulkPlan(closure, items)
+
+
+def _bulk_created(state: ProjectState, plan: _BulkPlan,
+                  ids: dict[int, int]) -> BulkLabelsCreated:
+    """The answer of a stored bulk import (``ids``: the new label id of each item index)."""
+    new = [item for item in plan.items if item.update is not None]
+    name = state.name_of
+    listed = sorted(plan.items, key=lambda i: i.index)
+    return BulkLabelsCreated(
+        created=len(new), unchanged=len(plan.items) - len(new),
+        newly_decided=NewlyDecided(
+            positive=sum(i.update.n_positive for i in new if i.update),
+            negative=sum(i.update.n_negative for i in new if i.update)),
+        labels=[LabelRef(id=ids.get(i.index) or state.labels[(i.a_id, i.b_id)].id,
+                         a=name[i.a_id], b=name[i.b_id], label=label_value(i.positive))
+                for i in listed],
+    )
 
 
 def _store_bulk(work: ProjectWork, project: Project, plan: _BulkPlan) -> dict[int, int]:
@@ -361,11 +380,11 @@ def _store_bulk(work: ProjectWork, project: Project, plan: _BulkPlan) -> dict[in
     now = utcnow()
     ids = insert_labels(session, [(project.id, i.a_id, i.b_id, i.positive, i.annotator, now,
                                    project.version) for i in new])
-    closure, prepared = plan.closure, plan.prepared
-    assert prepared is not None
-    write_encoded(session, project.id, zip(ids, prepared.lines, strict=True))
+    closure, inputs = plan.closure, plan.inputs
+    assert inputs is not None
+    write_encoded(session, project.id, zip(ids, inputs.lines, strict=True))
     # each label's cause: itself, an earlier label of this import, or a stored label
-    causes = {ids[k]: ids[cause] for k, cause in prepared.causes.items()}
+    causes = {ids[k]: ids[cause] for k, cause in inputs.causes.items()}
     for label_id, item in zip(ids, new, strict=True):
         if label_id not in causes:
             cause = cause_in_store(session, closure, project.id, item.a_id, item.b_id,
@@ -377,7 +396,7 @@ def _store_bulk(work: ProjectWork, project: Project, plan: _BulkPlan) -> dict[in
         .values(caused_by=AssertedLabel.id).execution_options(synchronize_session=False))
     set_causes(session, {k: v for k, v in causes.items() if k != v})
     release(session, state, [(i.a_id, i.b_id) for i in new])
-    state.replace_closure(closure, prepared.values)
+    state.replace_closure(closure, inputs.values)
     for item, label_id in zip(new, ids, strict=True):
         state.remember((item.a_id, item.b_id),
                        LiveLabel(label_id, item.positive, item.annotator, now))
