@@ -49,6 +49,7 @@ import numpy as np
 from sklearn.ensemble import RandomForestClassifier
 
 from app.services.state import Pool, ProjectState, StateRegistry, TrainingKey
+from app.services.workers import exit_now, watch_parent
 from reasoning.classifiers import make_probabilistic, positive_proba
 from reasoning.strategies import (
     ModelOutputs,
@@ -219,6 +220,9 @@ def _fit_outputs(key: ModelKey, X: np.ndarray, concepts: np.ndarray | None,
 
 
 def _worker_start(nice: int) -> None:
+    # The worker ends with the process that started it (nothing else would end it: it holds
+    # both ends of its own job queue), and the forkserver and resource tracker follow it.
+    watch_parent(exit_now)
     try:
         os.nice(nice)
     except OSError:  # not allowed: run at normal priority

@@ -1,0 +1,79 @@
+"""No process started by `sporal serve` outlives it, whichever way it ends.
+
+The server runs in a session of its own (:class:`Server` starts it with ``start_new_session``),
+so every process it starts, however deep (uvicorn's workers, the training worker, the
+forkserver that forks it, multiprocessing's resource tracker), carries the server's pid as
+its session id: after the server is gone, /proc must hold none of them. Only the server's own
+process is signalled, as by an operator or the OOM killer; its children are left to notice.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.reliability.harness import Server, sqlite_url
+
+pytestmark = pytest.mark.slow
+
+GONE_WITHIN = 5.0  # seconds after the server's death by which every process it started is gone
+
+
+def _session(sid: int) -> list[str]:
+    """The live processes of session ``sid`` ("pid state command"; zombies are dead already)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            command = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:  # ended meanwhile
+            continue
+        state, _ppid, _pgrp, session = stat[stat.rindex(")") + 2:].split()[:4]
+        if int(session) == sid and state != "Z":
+            found.append(f"{entry} {state} {command.decode()[:160]}")
+    return found
+
+
+def _train(server: Server) -> None:
+    """A project with a pool and labels, and its prediction model trained (in the worker)."""
+    with httpx.Client(base_url=server.base_url, timeout=60) as client:
+        pid = client.post("/projects", json={"name": "orphans"}).json()["id"]
+        concepts = [{"name": name} for name in "abcd"]
+        assert client.post(f"/projects/{pid}/concepts", json={"concepts": concepts}).is_success
+        pairs = [{"a": a, "b": b, "features": [float(i), 1.0 - i / 6]}
+                 for i, (a, b) in enumerate(["ab", "bc", "ac", "ca", "da", "ad"])]
+        assert client.post(f"/projects/{pid}/pairs", json={"pairs": pairs}).is_success
+        for a, b in ["ab", "bc"]:
+            response = client.post(f"/projects/{pid}/labels",
+                                   json={"a": a, "b": b, "label": "positive"})
+            assert response.status_code == 201, response.text
+        response = client.get(f"/projects/{pid}/predictions", params={"fresh": "true"})
+        assert response.status_code == 200, response.text
+        assert response.json()["model"]["name"] == "random_forest"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["kill", "term"])
+@pytest.mark.parametrize("workers", [1, 2])
+def test_no_process_outlives_the_server(start_server: Callable[..., Server], tmp_path: Path,
+                                        workers: int, signum: int) -> None:
+    server = start_server(sqlite_url(tmp_path / "sporal.db"), workers=workers)
+    assert server.process is not None
+    sid = server.process.pid
+    _train(server)
+    started = _session(sid)
+    # the server, the resource tracker, a forkserver and a worker; with --workers, those
+    assert len(started) >= 4 + workers * (workers > 1), started
+    os.kill(sid, signum)
+    server.process.wait(timeout=60)
+    deadline = time.monotonic() + GONE_WITHIN
+    while (left := _session(sid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left == [], f"alive {GONE_WITHIN} s after the server died: {left}"
