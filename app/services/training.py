@@ -75,6 +75,7 @@ logger = logging.getLogger("sporal")
 FOREST_TREES = 200
 RANDOM_STATE = 0  # models are deterministic given the labels: answers repeat across processes
 TRAINER_NICE = 10
+MIN_ROWS = 2  # labeled pairs below which no model is fitted (p = 0.5)
 
 
 @dataclass(frozen=True)
@@ -294,9 +295,34 @@ def _snapshot(state: ProjectState, key: ModelKey) -> _Snapshot:
     return _Snapshot(pool.X, concepts, mask, values, trained_on, version, events)
 
 
+def _nothing_to_train(key: ModelKey, snap: _Snapshot, project_id: int) -> bool:
+    """Whether ``snap`` holds nothing a model of ``key`` can be fitted on (said in a debug line).
+
+    Decided before the inputs are built: a project without a pool, with too few labeled
+    pairs, with one class or without features is an expected state (its answers use
+    p = 0.5), not an error of an estimator.
+    """
+    y = snap.values[snap.mask] == 1
+    if not len(snap.X):
+        reason = "no pool pairs"
+    elif snap.concepts is None and (snap.X.ndim < 2 or snap.X.shape[1] == 0):
+        reason = "no features"
+    elif len(y) < MIN_ROWS:
+        reason = f"{len(y)} labeled pool pair(s)"
+    elif y.all() or not y.any():
+        reason = "one class"
+    else:
+        return False
+    logger.debug("sporal: nothing to train for %s of project %d: %s", key.name, project_id,
+                 reason)
+    return True
+
+
 def train(state: ProjectState, key: ModelKey) -> TrainedModel:
     """Train ``key`` here, on the state as it is now (``state.lock`` only for the snapshot)."""
     snap = _snapshot(state, key)
+    if _nothing_to_train(key, snap, state.project_id):
+        return snap.model(key, None, None, False)
     inputs = _inputs(key, snap.X, snap.concepts, snap.values)
     estimator = _fit(key, inputs[snap.mask], snap.values[snap.mask] == 1)
     outputs = _outputs(key, estimator, inputs) if estimator is not None else None
@@ -304,8 +330,13 @@ def train(state: ProjectState, key: ModelKey) -> TrainedModel:
 
 
 def submit(state: ProjectState, key: ModelKey, nice: int) -> tuple[_Snapshot, Future[Any]]:
-    """Start training ``key`` in the worker process; its outputs come back in the future."""
+    """Start training ``key`` in the worker process; its outputs come back in the future
+    (at once None when there is nothing to train: the worker is not bothered)."""
     snap = _snapshot(state, key)
+    if _nothing_to_train(key, snap, state.project_id):
+        nothing: Future[Any] = Future()
+        nothing.set_result(None)
+        return snap, nothing
     return snap, _worker_pool(nice).submit(_fit_outputs, key, snap.X, snap.concepts,
                                            snap.values, snap.mask)
 
