@@ -44,12 +44,18 @@ def serving_app() -> FastAPI:
     """The application of one serving process (uvicorn's factory).
 
     With ``--workers`` the process stops when uvicorn's supervisor, which started it, dies
-    (SIGKILL included): no serving process outlives `sporal serve`.
+    (SIGKILL included): no serving process outlives `sporal serve`. The training worker
+    starts now, not on the first request that needs a model.
     """
     from app.main import create_app
+    from app.services.training import start_worker
 
     watch_parent(stop_gracefully(ORPHAN_GRACE))
-    return create_app(get_settings())
+    settings = get_settings()
+    app = create_app(settings)
+    if settings.warm_up:
+        start_worker()
+    return app
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 1) -> None:

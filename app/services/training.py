@@ -67,6 +67,7 @@ __all__ = [
     "TrainedModel",
     "Trainer",
     "prediction_key",
+    "start_worker",
     "strategy_key",
 ]
 
@@ -238,7 +239,8 @@ _workers_lock = threading.Lock()
 
 
 def _worker_pool(nice: int) -> ProcessPoolExecutor:
-    """The one worker process of this process that trains prediction models (lazily started).
+    """The one worker process of this process that trains prediction models (started by
+    :func:`start_worker` or on first use).
 
     ``forkserver`` (not ``fork``): the worker starts from a clean process, never from a copy
     of a server with threads and open database connections.
@@ -247,10 +249,42 @@ def _worker_pool(nice: int) -> ProcessPoolExecutor:
     with _workers_lock:
         if _workers is None:
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["app.services.training"])
+            context.set_forkserver_preload(["app.services.training", "threadpoolctl"])
             _workers = ProcessPoolExecutor(max_workers=1, mp_context=context,
                                            initializer=_worker_start, initargs=(nice,))
         return _workers
+
+
+def _warm_up_worker() -> int:
+    """A forest of two trees on four rows: what a first training imports and sets up, done."""
+    X = np.array([[0.0], [1.0], [0.0], [1.0]])
+    forest = RandomForestClassifier(n_estimators=2, random_state=RANDOM_STATE, n_jobs=1)
+    return len(positive_proba(forest.fit(X, np.array([0, 1, 0, 1])), X))
+
+
+def start_worker(nice: int = TRAINER_NICE) -> threading.Thread:
+    """Start the worker process now and warm it, in a thread (returned) that waits for it.
+
+    Called at start-up by ``sporal serve``: the first prediction model then trains in a
+    worker already running, its imports done, rather than after a cold start of Python,
+    NumPy and scikit-learn (seconds on a busy machine: past ``fresh=true``'s timeout). The
+    thread runs at the server's priority, so the forkserver it starts does too (the worker
+    lowers its own).
+    """
+
+    def warm() -> None:
+        started = time.perf_counter()
+        try:
+            _worker_pool(nice).submit(_warm_up_worker).result()
+        except Exception as exc:  # a later training starts it again, and says why if it fails
+            logger.warning("sporal: training worker not warmed up (%s: %s)",
+                           type(exc).__name__, exc)
+            return
+        logger.info("sporal: training worker ready in %.2f s", time.perf_counter() - started)
+
+    thread = threading.Thread(target=warm, name="sporal-worker-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def _worker_broke() -> None:

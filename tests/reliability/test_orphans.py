@@ -1,4 +1,5 @@
-"""No process started by `sporal serve` outlives it, whichever way it ends.
+"""No process started by `sporal serve` outlives it, whichever way it ends; its training worker
+starts with it.
 
 The server runs in a session of its own (:class:`Server` starts it with ``start_new_session``),
 so every process it starts, however deep (uvicorn's workers, the training worker, the
@@ -19,8 +20,6 @@ import httpx
 import pytest
 
 from tests.reliability.harness import Server, sqlite_url
-
-pytestmark = pytest.mark.slow
 
 GONE_WITHIN = 5.0  # seconds after the server's death by which every process it started is gone
 
@@ -60,6 +59,22 @@ def _train(server: Server) -> None:
         assert response.json()["model"]["name"] == "random_forest"
 
 
+def test_the_training_worker_starts_with_the_server(start_server: Callable[..., Server],
+                                                   tmp_path: Path) -> None:
+    """Warmed at start-up, not by the first request that needs a model (a cold worker missed
+    ``fresh=true``'s timeout on a busy machine)."""
+    server = start_server(sqlite_url(tmp_path / "sporal.db"))
+    assert server.process is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        forkservers = [p for p in _session(server.process.pid) if "forkserver" in p]
+        if len(forkservers) == 2:  # the forkserver and the worker it forked
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no training worker: {_session(server.process.pid)}")
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["kill", "term"])
 @pytest.mark.parametrize("workers", [1, 2])
 def test_no_process_outlives_the_server(start_server: Callable[..., Server], tmp_path: Path,
