@@ -225,9 +225,9 @@ def _worker_start(nice: int) -> None:
     # The worker ends with the process that started it (nothing else would end it: it holds
     # both ends of its own job queue), and the forkserver and resource tracker follow it.
     watch_parent(exit_now)
-    try:
-        os.nice(nice)
-    except OSError:  # not allowed: run at normal priority
+    try:  # nice ``nice``, not ``nice`` more than the forkserver (19 when a niced thread began it)
+        os.setpriority(os.PRIO_PROCESS, 0, max(nice, os.getpriority(os.PRIO_PROCESS, 0)))
+    except (AttributeError, OSError):  # not Unix, or not allowed: run at the inherited priority
         pass
     from threadpoolctl import threadpool_limits
 

@@ -24,6 +24,12 @@ from tests.reliability.harness import Server, sqlite_url
 GONE_WITHIN = 5.0  # seconds after the server's death by which every process it started is gone
 
 
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command's name (state, ppid, pgrp, session...)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2:].split()
+
+
 def _session(sid: int) -> list[str]:
     """The live processes of session ``sid`` ("pid state command"; zombies are dead already)."""
     found = []
@@ -31,11 +37,10 @@ def _session(sid: int) -> list[str]:
         if not entry.isdigit():
             continue
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
+            state, _ppid, _pgrp, session = _stat(int(entry))[:4]
             command = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:  # ended meanwhile
             continue
-        state, _ppid, _pgrp, session = stat[stat.rindex(")") + 2:].split()[:4]
         if int(session) == sid and state != "Z":
             found.append(f"{entry} {state} {command.decode()[:160]}")
     return found
@@ -72,6 +77,19 @@ def test_the_training_worker_starts_with_the_server(start_server: Callable[..., 
             return
         time.sleep(0.2)
     raise AssertionError(f"no training worker: {_session(server.process.pid)}")
+
+
+def test_the_worker_started_on_first_use_trains_at_nice_10(start_server: Callable[..., Server],
+                                                           tmp_path: Path) -> None:
+    """Started by the first training (no warm-up), from the trainer's thread at nice 10: the
+    worker is at nice 10 too, not 10 more (19: a few percent of a busy core)."""
+    server = start_server(sqlite_url(tmp_path / "sporal.db"), env={"SPORAL_WARM_UP": "false"})
+    assert server.process is not None
+    _train(server)
+    forked = {int(p.split()[0]) for p in _session(server.process.pid) if "forkserver" in p}
+    stats = {pid: _stat(pid) for pid in forked}
+    [worker] = [pid for pid in forked if int(stats[pid][1]) in forked]  # the forkserver's child
+    assert int(stats[worker][16]) == 10  # field 19 of /proc/PID/stat: the nice value
 
 
 @pytest.mark.slow
