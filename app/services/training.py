@@ -12,9 +12,10 @@ project deleted, or its state evicted).
   project holds *then*. Each model trains once at a time; strategy models (milliseconds) go
   first and never wait behind a prediction model (the forest, up to a second).
 * **Bounded CPU.** The strategy models train in the trainer thread; the prediction models in
-  one worker process (shared by every app of the process, started on first use), one at a
-  time. Both run at a lower scheduling priority (``nice`` 10 on Linux), and the forest holds
-  no lock nor the interpreter of the request threads: on two cores, requests find a core.
+  one worker process (shared by every app of the process, started with `sporal serve` or on
+  first use: :func:`start_worker`; it ends with the process), one at a time. Both run at a
+  lower scheduling priority (``nice`` 10 on Linux), and the forest holds no lock nor the
+  interpreter of the request threads: on two cores, requests find a core.
 * **Requests use the newest model that exists** and say which (:meth:`TrainedModel.info`:
   ``labels_behind`` counts the labels asserted or retracted since it was trained). Before any
   model exists requests fall back to p = 0.5 (``model: null``). A request may wait for a
