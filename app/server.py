@@ -7,16 +7,21 @@ import socket
 import sys
 
 import uvicorn
+from fastapi import FastAPI
 
 from app.db import migrate
+from app.services.workers import stop_gracefully, watch_parent
 from app.settings import get_settings
 
-__all__ = ["MAX_HEADER_BYTES", "check_listen", "serve"]
+__all__ = ["MAX_HEADER_BYTES", "ORPHAN_GRACE", "check_listen", "serve", "serving_app"]
 
 # The request line and headers of one request may not exceed this: uvicorn's default parser
 # (httptools) has no limit, and one request with an 80 MB header held the event loop for 33 s.
 # h11 refuses a larger head with 400 as soon as its buffer passes the limit.
 MAX_HEADER_BYTES = 64 * 1024
+
+ORPHAN_GRACE = 3.0
+"""Seconds a serving process whose supervisor died gives its requests before it exits."""
 
 
 def check_listen(host: str, port: int) -> None:
@@ -35,6 +40,24 @@ def check_listen(host: str, port: int) -> None:
             sys.exit(f"sporal: cannot listen on {host}:{port}: {reason}")
 
 
+def serving_app() -> FastAPI:
+    """The application of one serving process (uvicorn's factory).
+
+    With ``--workers`` the process stops when uvicorn's supervisor, which started it, dies
+    (SIGKILL included): no serving process outlives `sporal serve`. The training worker
+    starts now, not on the first request that needs a model.
+    """
+    from app.main import create_app
+    from app.services.training import start_worker
+
+    watch_parent(stop_gracefully(ORPHAN_GRACE))
+    settings = get_settings()
+    app = create_app(settings)
+    if settings.warm_up:
+        start_worker()
+    return app
+
+
 def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 1) -> None:
     """Apply the migrations (once, before any worker starts), then serve the API.
 
@@ -48,7 +71,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 1) -> None:
     # On SIGTERM, requests still running after the shutdown timeout are cancelled and the
     # process exits (uvicorn re-raises the signal, so a request stuck in a worker thread does
     # not hold it); without the timeout one heavy request kept the process alive forever.
-    uvicorn.run("app.main:create_app", factory=True, host=host, port=port,
+    uvicorn.run("app.server:serving_app", factory=True, host=host, port=port,
                 workers=max(1, workers), log_level="info", proxy_headers=False,
                 http="h11", h11_max_incomplete_event_size=MAX_HEADER_BYTES,
                 timeout_graceful_shutdown=settings.shutdown_timeout)

@@ -12,9 +12,10 @@ project deleted, or its state evicted).
   project holds *then*. Each model trains once at a time; strategy models (milliseconds) go
   first and never wait behind a prediction model (the forest, up to a second).
 * **Bounded CPU.** The strategy models train in the trainer thread; the prediction models in
-  one worker process (shared by every app of the process, started on first use), one at a
-  time. Both run at a lower scheduling priority (``nice`` 10 on Linux), and the forest holds
-  no lock nor the interpreter of the request threads: on two cores, requests find a core.
+  one worker process (shared by every app of the process, started with `sporal serve` or on
+  first use: :func:`start_worker`; it ends with the process), one at a time. Both run at a
+  lower scheduling priority (``nice`` 10 on Linux), and the forest holds no lock nor the
+  interpreter of the request threads: on two cores, requests find a core.
 * **Requests use the newest model that exists** and say which (:meth:`TrainedModel.info`:
   ``labels_behind`` counts the labels asserted or retracted since it was trained). Before any
   model exists requests fall back to p = 0.5 (``model: null``). A request may wait for a
@@ -49,6 +50,7 @@ import numpy as np
 from sklearn.ensemble import RandomForestClassifier
 
 from app.services.state import Pool, ProjectState, StateRegistry, TrainingKey
+from app.services.workers import exit_now, watch_parent
 from reasoning.classifiers import make_probabilistic, positive_proba
 from reasoning.strategies import (
     ModelOutputs,
@@ -66,6 +68,7 @@ __all__ = [
     "TrainedModel",
     "Trainer",
     "prediction_key",
+    "start_worker",
     "strategy_key",
 ]
 
@@ -74,6 +77,7 @@ logger = logging.getLogger("sporal")
 FOREST_TREES = 200
 RANDOM_STATE = 0  # models are deterministic given the labels: answers repeat across processes
 TRAINER_NICE = 10
+MIN_ROWS = 2  # labeled pairs below which no model is fitted (p = 0.5)
 
 
 @dataclass(frozen=True)
@@ -219,9 +223,12 @@ def _fit_outputs(key: ModelKey, X: np.ndarray, concepts: np.ndarray | None,
 
 
 def _worker_start(nice: int) -> None:
-    try:
-        os.nice(nice)
-    except OSError:  # not allowed: run at normal priority
+    # The worker ends with the process that started it (nothing else would end it: it holds
+    # both ends of its own job queue), and the forkserver and resource tracker follow it.
+    watch_parent(exit_now)
+    try:  # nice ``nice``, not ``nice`` more than the forkserver (19 when a niced thread began it)
+        os.setpriority(os.PRIO_PROCESS, 0, max(nice, os.getpriority(os.PRIO_PROCESS, 0)))
+    except (AttributeError, OSError):  # not Unix, or not allowed: run at the inherited priority
         pass
     from threadpoolctl import threadpool_limits
 
@@ -233,7 +240,8 @@ _workers_lock = threading.Lock()
 
 
 def _worker_pool(nice: int) -> ProcessPoolExecutor:
-    """The one worker process of this process that trains prediction models (lazily started).
+    """The one worker process of this process that trains prediction models (started by
+    :func:`start_worker` or on first use).
 
     ``forkserver`` (not ``fork``): the worker starts from a clean process, never from a copy
     of a server with threads and open database connections.
@@ -242,10 +250,42 @@ def _worker_pool(nice: int) -> ProcessPoolExecutor:
     with _workers_lock:
         if _workers is None:
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["app.services.training"])
+            context.set_forkserver_preload(["app.services.training", "threadpoolctl"])
             _workers = ProcessPoolExecutor(max_workers=1, mp_context=context,
                                            initializer=_worker_start, initargs=(nice,))
         return _workers
+
+
+def _warm_up_worker() -> int:
+    """A forest of two trees on four rows: what a first training imports and sets up, done."""
+    X = np.array([[0.0], [1.0], [0.0], [1.0]])
+    forest = RandomForestClassifier(n_estimators=2, random_state=RANDOM_STATE, n_jobs=1)
+    return len(positive_proba(forest.fit(X, np.array([0, 1, 0, 1])), X))
+
+
+def start_worker(nice: int = TRAINER_NICE) -> threading.Thread:
+    """Start the worker process now and warm it, in a thread (returned) that waits for it.
+
+    Called at start-up by ``sporal serve``: the first prediction model then trains in a
+    worker already running, its imports done, rather than after a cold start of Python,
+    NumPy and scikit-learn (seconds on a busy machine: past ``fresh=true``'s timeout). The
+    thread runs at the server's priority, so the forkserver it starts does too (the worker
+    lowers its own).
+    """
+
+    def warm() -> None:
+        started = time.perf_counter()
+        try:
+            _worker_pool(nice).submit(_warm_up_worker).result()
+        except Exception as exc:  # a later training starts it again, and says why if it fails
+            logger.warning("sporal: training worker not warmed up (%s: %s)",
+                           type(exc).__name__, exc)
+            return
+        logger.info("sporal: training worker ready in %.2f s", time.perf_counter() - started)
+
+    thread = threading.Thread(target=warm, name="sporal-worker-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def _worker_broke() -> None:
@@ -290,9 +330,34 @@ def _snapshot(state: ProjectState, key: ModelKey) -> _Snapshot:
     return _Snapshot(pool.X, concepts, mask, values, trained_on, version, events)
 
 
+def _nothing_to_train(key: ModelKey, snap: _Snapshot, project_id: int) -> bool:
+    """Whether ``snap`` holds nothing a model of ``key`` can be fitted on (said in a debug line).
+
+    Decided before the inputs are built: a project without a pool, with too few labeled
+    pairs, with one class or without features is an expected state (its answers use
+    p = 0.5), not an error of an estimator.
+    """
+    y = snap.values[snap.mask] == 1
+    if not len(snap.X):
+        reason = "no pool pairs"
+    elif snap.concepts is None and (snap.X.ndim < 2 or snap.X.shape[1] == 0):
+        reason = "no features"
+    elif len(y) < MIN_ROWS:
+        reason = f"{len(y)} labeled pool pair(s)"
+    elif y.all() or not y.any():
+        reason = "one class"
+    else:
+        return False
+    logger.debug("sporal: nothing to train for %s of project %d: %s", key.name, project_id,
+                 reason)
+    return True
+
+
 def train(state: ProjectState, key: ModelKey) -> TrainedModel:
     """Train ``key`` here, on the state as it is now (``state.lock`` only for the snapshot)."""
     snap = _snapshot(state, key)
+    if _nothing_to_train(key, snap, state.project_id):
+        return snap.model(key, None, None, False)
     inputs = _inputs(key, snap.X, snap.concepts, snap.values)
     estimator = _fit(key, inputs[snap.mask], snap.values[snap.mask] == 1)
     outputs = _outputs(key, estimator, inputs) if estimator is not None else None
@@ -300,8 +365,13 @@ def train(state: ProjectState, key: ModelKey) -> TrainedModel:
 
 
 def submit(state: ProjectState, key: ModelKey, nice: int) -> tuple[_Snapshot, Future[Any]]:
-    """Start training ``key`` in the worker process; its outputs come back in the future."""
+    """Start training ``key`` in the worker process; its outputs come back in the future
+    (at once None when there is nothing to train: the worker is not bothered)."""
     snap = _snapshot(state, key)
+    if _nothing_to_train(key, snap, state.project_id):
+        nothing: Future[Any] = Future()
+        nothing.set_result(None)
+        return snap, nothing
     return snap, _worker_pool(nice).submit(_fit_outputs, key, snap.X, snap.concepts,
                                            snap.values, snap.mask)
 
