@@ -42,12 +42,11 @@ from reasoning.closure import Closure
 from reasoning.gains import candidate_gains
 from reasoning.strategies import (
     ALL_STRATEGIES,
+    Strategy,
     fit_model,
+    get_strategy,
     model_inputs,
-    needs_model,
-    parse_strategy,
     select,
-    uses_closure,
 )
 
 __all__ = [
@@ -130,8 +129,8 @@ class _Asker:
         return bool((self.values >= 0).all())
 
 
-def run_coverage(pairs, X, truth, n: int, strategy: str, *, repeat: int = 0, seed: int = 0,
-                 queries: int | None = None, seed_queries: int = SEED_QUERIES,
+def run_coverage(pairs, X, truth, n: int, strategy: Strategy | str, *, repeat: int = 0,
+                 seed: int = 0, queries: int | None = None, seed_queries: int = SEED_QUERIES,
                  estimator=None) -> np.ndarray:
     """Ask by ``strategy`` until every pool pair is decided; the decided count per question.
 
@@ -158,18 +157,18 @@ def run_coverage(pairs, X, truth, n: int, strategy: str, *, repeat: int = 0, see
     int array
         ``[k]``: decided pool pairs after ``k + 1`` questions, seed questions included.
     """
-    strategy = parse_strategy(strategy)
+    strategy = get_strategy(strategy)
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     X = np.asarray(X, dtype=np.float64)
     truth = np.asarray(truth, dtype=bool)
     select_seq, model_seq = np.random.SeedSequence(
-        [seed, repeat, ALL_STRATEGIES.index(strategy), 7919]).spawn(2)
+        [seed, repeat, ALL_STRATEGIES.index(strategy.name), 7919]).spawn(2)
     rng = np.random.default_rng(select_seq)
     model_seed = int(model_seq.generate_state(1)[0])
     asker = _Asker(pairs, truth, n)
     for row in coverage_seeds(len(pairs), seed=seed, repeat=repeat, seed_queries=seed_queries):
         asker.ask(int(row))
-    reasoning = uses_closure(strategy)
+    reasoning = strategy.uses_closure
     cap = math.inf if queries is None else queries
     asked = 0
     while not asker.done and asked < cap:
@@ -181,9 +180,9 @@ def run_coverage(pairs, X, truth, n: int, strategy: str, *, repeat: int = 0, see
             labeled = asker.queried
             y = truth[labeled].astype(np.int8)
             candidates = ~asker.queried
-        inputs = model_inputs(strategy, pairs, X, asker.values)
-        model = (fit_model(strategy, inputs[labeled], y, random_state=model_seed,
-                           estimator=estimator) if needs_model(strategy) else None)
+        inputs = model_inputs(strategy.family, pairs, X, asker.values)
+        model = (fit_model(strategy.family, inputs[labeled], y, random_state=model_seed,
+                           estimator=estimator) if strategy.needs_model else None)
         chosen = select(strategy, closure=asker.closure if reasoning else None, pool=pairs,
                         X=X, candidates=candidates, model=model, random_state=rng)
         asker.ask(int(chosen.rows[0]))

@@ -47,12 +47,12 @@ from reasoning.closure import Closure
 from reasoning.data import Domain, domain_names, load_domain
 from reasoning.strategies import (
     ALL_STRATEGIES,
+    Strategy,
     fit_model,
+    get_strategy,
     model_inputs,
-    needs_model,
     parse_strategy,
     select,
-    uses_closure,
 )
 
 __all__ = [
@@ -169,7 +169,7 @@ def _aucs(forest_trees: int, forest_seed: int, X_lab: np.ndarray, y_lab: np.ndar
             float(roc_auc_score(y_test, completed.probability[len(pool):])))
 
 
-def run_strategy(domain: Domain, strategy: str, *, repeat: int = 0, seed: int = 0,
+def run_strategy(domain: Domain, strategy: Strategy | str, *, repeat: int = 0, seed: int = 0,
                  queries: int = 150, eval_every: int = 10, seed_queries: int = SEED_QUERIES,
                  forest_trees: int = FOREST_TREES, estimator=None,
                  model_lag: int = 0) -> list[Point]:
@@ -200,18 +200,18 @@ def run_strategy(domain: Domain, strategy: str, *, repeat: int = 0, seed: int = 
     """
     if model_lag < 0:
         raise ValueError("model_lag must be at least 0")
-    strategy = parse_strategy(strategy)
+    strategy = get_strategy(strategy)
     split = split_pool(domain.labels, seed=seed, repeat=repeat, seed_queries=seed_queries)
     pairs = domain.index_pairs()
     pool, X, truth = pairs[split.train], domain.features[split.train], domain.labels[split.train]
     test_pairs, X_test = pairs[split.test], domain.features[split.test]
     y_test = domain.labels[split.test].astype(np.int64)
     select_seq, model_seq, forest_seq = np.random.SeedSequence(
-        [seed, repeat, ALL_STRATEGIES.index(strategy)]).spawn(3)
+        [seed, repeat, ALL_STRATEGIES.index(strategy.name)]).spawn(3)
     rng = np.random.default_rng(select_seq)
     model_seed = int(model_seq.generate_state(1)[0])
     forest_seed = int(forest_seq.generate_state(1)[0])
-    reasoning = uses_closure(strategy)
+    reasoning = strategy.uses_closure
     closure = Closure(range(len(domain.concepts)))
     queried = np.zeros(len(pool), dtype=bool)
     clock = 0.0
@@ -256,10 +256,10 @@ def run_strategy(domain: Domain, strategy: str, *, repeat: int = 0, seed: int = 
             break
         if not candidates.any():
             continue  # every train pair is labeled: nothing left to ask
-        inputs = model_inputs(strategy, pool, X, values)
-        models.append(fit_model(strategy, inputs[labeled], values[labeled],
+        inputs = model_inputs(strategy.family, pool, X, values)
+        models.append(fit_model(strategy.family, inputs[labeled], values[labeled],
                                 random_state=model_seed, estimator=estimator)
-                      if needs_model(strategy) else None)
+                      if strategy.needs_model else None)
         chosen = select(strategy, closure=closure if reasoning else None, pool=pool, X=X,
                         candidates=candidates, model=models[0], random_state=rng)
         ask(int(chosen.rows[0]))

@@ -31,16 +31,16 @@ from app.schemas import (
 from app.services.training import TrainedModel, prediction_key, strategy_key
 from app.services.unit import ProjectView, ProjectWork, Retry
 from models import Concept, PoolPair, Reservation, Suggestion, utcnow
-from reasoning.strategies import Selection, parse_strategy
+from reasoning.strategies import Scores, Strategy, get_strategy
 from reasoning.strategies import select as select_rows
 
 __all__ = ["list_suggestions", "next_queries", "parse", "predictions", "prediction_of"]
 
 
-def parse(text: str) -> str:
-    """The canonical strategy name; :class:`UnknownStrategy` (422) otherwise."""
+def parse(text: str) -> Strategy:
+    """The strategy ``text`` names; :class:`UnknownStrategy` (422) otherwise."""
     try:
-        return parse_strategy(text)
+        return get_strategy(text)
     except ValueError as exc:
         raise UnknownStrategy(str(exc)) from None
 
@@ -69,7 +69,7 @@ def _leased_elsewhere(session: Session, view: ProjectView, annotator: str | None
 
 @dataclass(frozen=True)
 class _Choice:
-    selection: Selection | None
+    selection: Scores | None
     pair_ids: list[int]
     undecided: int
     model: TrainedModel | None
@@ -83,8 +83,8 @@ def next_queries(work: ProjectWork, strategy: str, k: int, annotator: str | None
     transaction then checks that no other annotator leased them meanwhile (else they are
     chosen again), logs them and reserves them.
     """
-    strategy = parse(strategy)
-    key = strategy_key(strategy)
+    chosen_strategy = parse(strategy)  # read once; answers and the log carry its name
+    key, strategy = strategy_key(chosen_strategy), chosen_strategy.name
     if key is not None:
         work.model(key, fresh=fresh)  # ask the trainer (and with fresh, wait) before choosing
 
@@ -99,7 +99,7 @@ def next_queries(work: ProjectWork, strategy: str, k: int, annotator: str | None
         if not candidates.any():
             return _Choice(None, [], int(undecided.sum()), model)
         outputs = model.pool_outputs(state) if model is not None else None
-        chosen = select_rows(strategy, closure=state.closure, pool=state.pool_index(),
+        chosen = select_rows(chosen_strategy, closure=state.closure, pool=state.pool_index(),
                              X=state.pool.X, candidates=candidates,
                              model=None, outputs=outputs, k=k,
                              random_state=state.label_events)
