@@ -95,16 +95,19 @@ def simulate(
     mode: Annotated[str, typer.Option(help=(
         "auc: the paper's protocol (curves.csv, summary, claims). coverage: ask until every "
         "pool pair is decided (coverage.csv, oracle.csv, coverage.png, coverage.md)."))] = "auc",
+    log_questions: Annotated[bool, typer.Option(
+        "--log-questions", help=("Also write questions.csv: every pool pair a strategy chose "
+                                 "(domain, mode, strategy, repeat, i, a, b)."))] = False,
 ) -> None:
     """Re-run the paper's pool-based experiment (Sec. 5.3), or measure the questions to a
     complete map (--mode coverage), and write the tables and plots."""
-    from reasoning.experiment import simulate as run_simulation
+    from reasoning.simulation import simulate as run_simulation
 
     if mode not in ("auc", "coverage"):
         raise typer.BadParameter("auc or coverage", param_hint="--mode")
     run_simulation(data=data, out=out, domain=domain, strategies=strategies, repeats=repeats,
                    queries=queries, eval_every=eval_every, seed=seed, jobs=jobs, quick=quick,
-                   model_lag=model_lag, mode=mode)
+                   model_lag=model_lag, mode=mode, log_questions=log_questions)
 
 
 @cli.command("import")

@@ -8,7 +8,7 @@ Two measurements on generated corpora (:func:`reasoning.corpus.random_corpus`: a
 order, texts that mention some of each concept's prerequisites and related words, links that
 follow the order with noise):
 
-* **signal** — the paper's protocol (:func:`reasoning.experiment.run_strategy`: a 2:1 split,
+* **signal** — the paper's protocol (:func:`reasoning.simulation.auc.run_strategy`: a 2:1 split,
   20 random seed questions, then LC-R+ questions, the 200-tree forest's ROC AUC on the test
   pairs) after ``--queries`` (100) questions, once with the features of
   :mod:`reasoning.features` and once with pure noise of the same shape, on the same splits
@@ -42,9 +42,9 @@ from threadpoolctl import threadpool_limits
 
 from reasoning.corpus import random_corpus
 from reasoning.data import Domain
-from reasoning.experiment import FOREST_TREES, run_strategy
 from reasoning.features import FEATURE_NAMES, corpus_statistics, pair_features
 from reasoning.report import write_csv
+from reasoning.simulation.auc import FOREST_TREES, run_strategy
 
 __all__ = ["main", "measure_signal", "measure_time"]
 

@@ -8,7 +8,7 @@ Run from the repository root::
 A service that trains the strategy's model in the background chooses questions with a model
 that has not seen the newest labels. Here every lag ``L`` of ``--lags`` and the synchronous
 protocol (lag 0) run on the same splits, seed queries and forest seeds
-(:func:`reasoning.experiment.run_strategy` with ``model_lag=L``), so the per-repeat difference
+(:func:`reasoning.simulation.auc.run_strategy` with ``model_lag=L``), so the per-repeat difference
 ``AUC(lag L) − AUC(lag 0)`` removes the split's luck. Written into ``--out``:
 
 * ``curves.csv`` — ``lag,repeat,queries,labeled,auc`` at every evaluation point;
@@ -36,9 +36,10 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from reasoning.data import domain_names
-from reasoning.experiment import FOREST_TREES, QUICK, Profile, Task, run_tasks
 from reasoning.report import paired_differences, write_csv
-from reasoning.strategies import parse_strategy
+from reasoning.simulation.auc import FOREST_TREES, QUICK, Profile, Task
+from reasoning.simulation.runs import run_tasks
+from reasoning.strategies import get_strategy
 
 __all__ = ["MARKS", "TOLERANCE", "main", "measure"]
 
@@ -67,12 +68,13 @@ def measure(data: str | Path, out: str | Path, *, domain: str = "data_mining",
     if domain not in domain_names(folder):
         raise ValueError(f"no domain {domain!r} in {folder}; available: "
                          f"{', '.join(domain_names(folder)) or 'none'}")
-    strategy = parse_strategy(strategy)
+    chosen = get_strategy(strategy)
+    strategy = chosen.name
     lags = sorted({int(lag) for lag in lags} - {0})
     if not lags or lags[0] < 0:
         raise ValueError("give at least one lag, every lag at least 1")
     jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
-    tasks = [Task(str(folder), domain, strategy, repeat, seed, profile, lag)
+    tasks = [Task(str(folder), domain, chosen, repeat, seed, profile, lag)
              for repeat in range(profile.repeats) for lag in [0, *lags]]
     start = time.perf_counter()
     results = run_tasks(tasks, jobs, f"{domain} {strategy} lags", progress)
@@ -80,7 +82,7 @@ def measure(data: str | Path, out: str | Path, *, domain: str = "data_mining",
 
     curves: list[dict] = sorted(
         ({"lag": task.model_lag, "repeat": task.repeat, "queries": p.queries,
-          "labeled": p.labeled, "auc": p.auc} for task, points, _ in results for p in points),
+          "labeled": p.labeled, "auc": p.auc} for task, run, _ in results for p in run.points),
         key=lambda r: (r["lag"], r["repeat"], r["queries"]))
     rows = [{"domain": domain, "strategy": _lag_name(r["lag"]), **r} for r in curves]
     comparisons = [(_lag_name(lag), _lag_name(0)) for lag in lags]

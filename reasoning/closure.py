@@ -39,6 +39,7 @@ __all__ = [
     "ReasoningError",
     "Status",
     "Update",
+    "bit_positions",
 ]
 
 Concept = Hashable
@@ -127,7 +128,7 @@ class Update:
         names, own = self.names, (self.label.a, self.label.b)
         left = -1 if limit is None else limit
         for by_row, index, bits in self.lines[0 if positive else 1]:
-            for other in _bits(bits):
+            for other in bit_positions(bits):
                 pair = (names[index], names[other]) if by_row else (names[other], names[index])
                 if pair == own:
                     continue
@@ -176,8 +177,14 @@ class ContradictionError(ReasoningError):
 _SMALL = 48  # below this many set bits, peeling bits in Python beats a numpy round trip
 
 
-def _bits(mask: int) -> list[int]:
-    """The positions of the set bits of ``mask``, ascending."""
+def bit_positions(mask: int) -> list[int]:
+    """The positions of the set bits of ``mask``, ascending (a bitset row's members).
+
+    Examples
+    --------
+    >>> bit_positions(0b10110)
+    [1, 2, 4]
+    """
     if not mask & (mask - 1):  # zero or one bit: the common case of a sparse order
         return [mask.bit_length() - 1] if mask else []
     if mask.bit_count() <= _SMALL:
@@ -200,12 +207,6 @@ def _to_dense(rows: list[int], n: int) -> np.ndarray:
     return np.unpackbits(raw.reshape(n, width), axis=1, bitorder="little")[:, :n].astype(bool)
 
 
-def _from_dense(matrix: np.ndarray) -> list[int]:
-    """An ``n × n`` boolean matrix as bitset rows."""
-    packed = np.packbits(matrix, axis=1, bitorder="little")
-    return [int.from_bytes(row.tobytes(), "little") for row in packed]
-
-
 def _merged(lines: list[Line]) -> tuple[Line, ...]:
     """``lines`` with the lines of one side and index joined (their pairs are disjoint)."""
     merged: dict[tuple[bool, int], int] = {}
@@ -222,6 +223,14 @@ class Closure:
     ----------
     concepts : iterable of hashable, optional
         The concepts known from the start; more can be added with :meth:`add_concept`.
+
+    Notes
+    -----
+    A concept is addressed two ways: by the concept itself (the hashable given here, e.g. a
+    name or a database id: :meth:`status`, :meth:`add_label`, :meth:`proof`) or by its
+    *index*, its position in :attr:`concepts` (:meth:`index` maps one to the other). Only the
+    array queries go by index (:meth:`values`, :meth:`matrices`, :meth:`relation`), so that a
+    whole pool is read without a dictionary look-up per pair.
 
     Examples
     --------
@@ -312,12 +321,18 @@ class Closure:
         return i, j
 
     def status(self, a: Concept, b: Concept) -> Status:
-        """Whether ``(a, b)`` is positive, negative or undecided, and whether it was asserted."""
+        """Whether ``(a, b)`` is positive, negative or undecided, and whether it was asserted.
+
+        ``a`` and ``b`` are concepts (as given to the closure), not indices; :meth:`values`
+        reads many pairs by index."""
         i, j = self._pair(a, b)
         return Status(self._value(i, j), (i, j) in self._asserted)
 
     def values(self, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
-        """Values of the index pairs ``(ia[k], ib[k])``: 1 positive, 0 negative, -1 undecided."""
+        """Values of the index pairs ``(ia[k], ib[k])``: 1 positive, 0 negative, -1 undecided.
+
+        ``ia`` and ``ib`` are concept *indices* (positions in :attr:`concepts`), not
+        concepts; :meth:`status` reads one pair by its concepts."""
         ia, ib = np.asarray(ia, dtype=np.int64), np.asarray(ib, dtype=np.int64)
         out = np.full(len(ia), -1, dtype=np.int8)
         if len(ia) == 0:
@@ -335,14 +350,14 @@ class Closure:
         """Every positive pair of the closure."""
         names = self._names
         for x, row in enumerate(self._down):
-            for y in _bits(row):
+            for y in bit_positions(row):
                 yield names[x], names[y]
 
     def negative_pairs(self) -> Iterator[tuple[Concept, Concept]]:
         """Every negative pair of the closure."""
         names = self._names
         for x, row in enumerate(self._nrow):
-            for y in _bits(row):
+            for y in bit_positions(row):
                 yield names[x], names[y]
 
     def decided(self) -> Iterator[tuple[Concept, Concept, bool, bool]]:
@@ -351,7 +366,7 @@ class Closure:
         names = self._names
         for table, value in ((self._down, True), (self._nrow, False)):
             for x, row in enumerate(table):
-                for y in _bits(row):
+                for y in bit_positions(row):
                     yield names[x], names[y], value, (x, y) in asserted
 
     def matrices(self) -> tuple[np.ndarray, np.ndarray]:
@@ -391,12 +406,12 @@ class Closure:
         table = self._down if positive else self._nrow
         arrays = self._row_arrays[positive]
         if arrays is None:
-            arrays = [np.array(_bits(row), dtype=np.int32) for row in table]
+            arrays = [np.array(bit_positions(row), dtype=np.int32) for row in table]
         else:
             empty = np.zeros(0, dtype=np.int32)
             arrays.extend(empty for _ in range(self.n - len(arrays)))
-            for x in _bits(self._dirty[positive]):
-                arrays[x] = np.array(_bits(table[x]), dtype=np.int32)
+            for x in bit_positions(self._dirty[positive]):
+                arrays[x] = np.array(bit_positions(table[x]), dtype=np.int32)
         self._row_arrays[positive], self._dirty[positive] = arrays, 0
         lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=self.n)
         indptr = np.zeros(self.n + 1, dtype=np.int64)
@@ -443,7 +458,7 @@ class Closure:
                          (tuple(names[x] for x in path),))
         # rules (ii)/(iii): an asserted negative (u, v) with u ⪯ i and j ⪯ v
         targets = self._down[j] | 1 << j
-        for u in _bits(self._up[i] | 1 << i):
+        for u in bit_positions(self._up[i] | 1 << i):
             hit = self._asserted_neg[u] & targets
             if hit:
                 v = (hit & -hit).bit_length() - 1
@@ -512,11 +527,11 @@ class Closure:
         down, nrow = self._down, self._nrow
         if not positive:
             cols = self._up[j] | 1 << j
-            return sum((cols & ~nrow[x]).bit_count() for x in _bits(down[i] | 1 << i))
+            return sum((cols & ~nrow[x]).bit_count() for x in bit_positions(down[i] | 1 << i))
         anc, desc = self._up[i] | 1 << i, down[j] | 1 << j
         neg_row, neg_col = nrow[i] | 1 << i, self._ncol[j] | 1 << j
-        new = sum((desc & ~down[x]).bit_count() for x in _bits(anc))
-        for x in _bits(desc | neg_col):
+        new = sum((desc & ~down[x]).bit_count() for x in bit_positions(anc))
+        for x in bit_positions(desc | neg_col):
             cols = (neg_row if desc >> x & 1 else 0) | (anc if neg_col >> x & 1 else 0)
             new += (cols & ~nrow[x]).bit_count()
         return new
@@ -541,13 +556,13 @@ class Closure:
             return Closure._fill(by_col, by_row, cols, rows, not row_side)
         lines: list[Line] = []
         changed = 0
-        for x in _bits(rows):
+        for x in bit_positions(rows):
             add = cols & ~by_row[x]
             if add:
                 by_row[x] |= add
                 changed |= add
                 lines.append((row_side, x, add))
-        for y in _bits(changed):
+        for y in bit_positions(changed):
             by_col[y] |= rows
         return lines
 
@@ -636,9 +651,9 @@ class Closure:
         for (u, v), value in asserted.items():
             if not value:
                 rows, cols = down[u] | 1 << u, up[v] | 1 << v
-                for x in _bits(rows):
+                for x in bit_positions(rows):
                     nrow[x] |= cols
-                for y in _bits(cols):
+                for y in bit_positions(cols):
                     ncol[y] |= rows
                 self._asserted_neg[u] |= 1 << v
         if any(nrow[x] & down[x] for x in range(self.n)):
@@ -675,7 +690,7 @@ class Closure:
         for position, update in enumerate(updates):
             for value, lines in ((True, update.lines[0]), (False, update.lines[1])):
                 for by_row, index, bits in lines:
-                    for other in _bits(bits):
+                    for other in bit_positions(bits):
                         pair = (names[index], names[other]) if by_row else \
                             (names[other], names[index])
                         causes[pair] = Cause(value, position)

@@ -27,6 +27,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy import stats
 
+from reasoning.strategies import ALL_STRATEGIES
+
 __all__ = [
     "CLAIMS",
     "CURVE_FIELDS",
@@ -35,6 +37,7 @@ __all__ = [
     "consistent_differences",
     "consistent_table",
     "markdown_table",
+    "mean_ci",
     "paired_differences",
     "plot_auc",
     "plot_labeled",
@@ -49,8 +52,6 @@ CURVE_FIELDS = ("domain", "strategy", "repeat", "queries", "labeled", "auc", "cl
                 "auc_consistent")
 SUMMARY_FIELDS = ("domain", "strategy", "queries", "runs", "auc_mean", "auc_ci_low",
                   "auc_ci_high", "auc_half_width", "labeled_mean", "labeled_half_width")
-_ORDER = ("Random", "LC", "QBC", "Random-R", "LC-R", "QBC-R", "CNT", "LC-R+", "QBC-R+", "EDP",
-          "EDP-Q", "EDP-C")
 _FAMILIES = {"LC": ("LC", "LC-R", "LC-R+"), "QBC": ("QBC", "QBC-R", "QBC-R+")}
 _REFERENCES = {"Random": ("grey", ":"), "Random-R": ("grey", "--"), "CNT": ("black", "-."),
                "EDP": ("tab:red", "-"), "EDP-Q": ("tab:purple", "-"),
@@ -81,7 +82,7 @@ def read_curves(path: str | Path) -> list[dict]:
     return rows
 
 
-def _mean_ci(values: Sequence[float]) -> tuple[float, float]:
+def mean_ci(values: Sequence[float]) -> tuple[float, float]:
     """The mean and the half-width of its 95% Student-t confidence interval (nan for n < 2)."""
     data = np.asarray(values, dtype=np.float64)
     mean = float(data.mean())
@@ -92,7 +93,8 @@ def _mean_ci(values: Sequence[float]) -> tuple[float, float]:
 
 
 def _strategy_key(name: str) -> int:
-    return _ORDER.index(name) if name in _ORDER else len(_ORDER)
+    """The registry's order; other names (a benchmark's own) after every strategy."""
+    return ALL_STRATEGIES.index(name) if name in ALL_STRATEGIES else len(ALL_STRATEGIES)
 
 
 def summarize(rows: Iterable[dict]) -> list[dict]:
@@ -111,8 +113,8 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
         groups[(row["domain"], row["strategy"], int(row["queries"]))].append(row)
     summary: list[dict] = []
     for (domain, strategy, queries), items in groups.items():
-        auc, auc_half = _mean_ci([r["auc"] for r in items])
-        labeled, labeled_half = _mean_ci([r["labeled"] for r in items])
+        auc, auc_half = mean_ci([r["auc"] for r in items])
+        labeled, labeled_half = mean_ci([r["labeled"] for r in items])
         summary.append({"domain": domain, "strategy": strategy, "queries": queries,
                         "runs": len(items), "auc_mean": auc, "auc_ci_low": auc - auc_half,
                         "auc_ci_high": auc + auc_half, "auc_half_width": auc_half,
@@ -260,7 +262,7 @@ def paired_differences(rows: Iterable[dict], comparisons: Sequence[tuple[str, st
                 a = [index[(domain, first, r, q)] for r in repeats]
                 b = [index[(domain, second, r, q)] for r in repeats]
                 diff = [x["auc"] - y["auc"] for x, y in zip(a, b, strict=True)]
-                mean, half = _mean_ci(diff)
+                mean, half = mean_ci(diff)
                 out.append({"domain": domain, "first": first, "second": second, "queries": q,
                             "runs": len(diff), "auc_difference": mean, "half_width": half,
                             "ahead": sum(d > 0 for d in diff),
@@ -291,7 +293,7 @@ def consistent_differences(rows: Iterable[dict],
             upto = [float(np.mean([v[0] - v[1] for k, v in points.items() if k <= q]))
                     for points in mine]
             for label, diff in ((str(q), at), (f"mean 0–{q}", upto)):
-                mean, half = _mean_ci(diff)
+                mean, half = mean_ci(diff)
                 out.append({"domain": domain, "strategy": strategy, "queries": label,
                             "runs": len(diff), "difference": mean, "half_width": half,
                             "ahead": sum(d > 0 for d in diff)})
@@ -344,7 +346,7 @@ def curve_mean_differences(rows: Iterable[dict],
             if not repeats:
                 continue
             diff = [means[(domain, first, r)] - means[(domain, second, r)] for r in repeats]
-            mean, half = _mean_ci(diff)
+            mean, half = mean_ci(diff)
             out.append({"domain": domain, "first": first, "second": second,
                         "queries": last[domain], "runs": len(diff), "difference": mean,
                         "half_width": half, "ahead": sum(d > 0 for d in diff),

@@ -54,7 +54,7 @@ def next_queries(
     says how many labels it has not seen yet); `fresh=true` waits for one trained on the
     current labels.
     """
-    return service.next_queries(work, strategy, k, annotator, settings.lease_seconds,
+    return service.next_queries(work, service.parse(strategy), k, annotator, settings.lease_seconds,
                                 fresh=fresh)
 
 

@@ -32,16 +32,16 @@ from app.schemas import (
 from app.services.training import TrainedModel, prediction_key, strategy_key
 from app.services.unit import ProjectView, ProjectWork
 from models import Concept, PoolPair, Reservation, Suggestion, utcnow
-from reasoning.strategies import Selection, parse_strategy
+from reasoning.strategies import Scores, Strategy, get_strategy
 from reasoning.strategies import select as select_rows
 
 __all__ = ["list_suggestions", "next_queries", "parse", "predictions", "prediction_of"]
 
 
-def parse(text: str) -> str:
-    """The canonical strategy name; :class:`UnknownStrategy` (422) otherwise."""
+def parse(text: str) -> Strategy:
+    """The strategy ``text`` names; :class:`UnknownStrategy` (422) otherwise."""
     try:
-        return parse_strategy(text)
+        return get_strategy(text)
     except ValueError as exc:
         raise UnknownStrategy(str(exc)) from None
 
@@ -70,13 +70,13 @@ def _leased_elsewhere(session: Session, view: ProjectView, annotator: str | None
 
 @dataclass(frozen=True)
 class _Choice:
-    selection: Selection | None
+    selection: Scores | None
     pair_ids: list[int]
     undecided: int
     model: TrainedModel | None
 
 
-def next_queries(work: ProjectWork, strategy: str, k: int, annotator: str | None,
+def next_queries(work: ProjectWork, strategy: Strategy, k: int, annotator: str | None,
                  lease_seconds: float, *, fresh: bool = False) -> NextQueries:
     """Up to ``k`` questions, best first, by ``strategy``; reserve them for ``annotator``.
 
@@ -84,7 +84,6 @@ def next_queries(work: ProjectWork, strategy: str, k: int, annotator: str | None
     transaction then checks that no other annotator leased them meanwhile (else they are
     chosen again), logs them and reserves them.
     """
-    strategy = parse(strategy)
     key = strategy_key(strategy)
     if key is not None:
         work.model(key, fresh=fresh)  # ask the trainer (and with fresh, wait) before choosing
@@ -108,7 +107,7 @@ def next_queries(work: ProjectWork, strategy: str, k: int, annotator: str | None
                        int(undecided.sum()), model)
 
     def store(work: ProjectWork, project: Any, choice: _Choice) -> NextQueries:
-        return _reserve(work, choice, strategy, annotator, lease_seconds)
+        return _reserve(work, choice, strategy.name, annotator, lease_seconds)
 
     return work.write(compute, store, holds=_not_leased_elsewhere(annotator))
 

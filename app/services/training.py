@@ -52,15 +52,7 @@ from sklearn.ensemble import RandomForestClassifier
 from app.services.state import Pool, ProjectState, StateRegistry, TrainingKey
 from app.services.workers import exit_now, watch_parent
 from reasoning.classifiers import make_probabilistic, positive_proba
-from reasoning.strategies import (
-    ModelOutputs,
-    family,
-    fit_model,
-    model_inputs,
-    model_outputs,
-    needs_model,
-    uses_closure,
-)
+from reasoning.strategies import ModelOutputs, Strategy, fit_model, model_inputs, model_outputs
 
 __all__ = [
     "FOREST_TREES",
@@ -103,21 +95,21 @@ class ModelKey:
         """The model's name in answers."""
         if self.purpose == "prediction":
             return self.kind
-        return _STRATEGY_MODELS[self.kind][1]
+        return _MODEL_NAMES[self.kind]
 
 
-_STRATEGY_MODELS = {  # kind → (a strategy of that family, the model's name in answers)
-    "lc": ("LC", "logistic_regression"),
-    "qbc": ("QBC", "decision_tree_committee"),
-    "forest": ("EDP-F", "extra_trees"),
+_MODEL_NAMES = {  # a strategy model's family → its name in answers
+    "lc": "logistic_regression",
+    "qbc": "decision_tree_committee",
+    "forest": "extra_trees",
 }
 
 
-def strategy_key(strategy: str) -> ModelKey | None:
+def strategy_key(strategy: Strategy) -> ModelKey | None:
     """The model a strategy scores with; None for those that use none (Random, CNT)."""
-    if not needs_model(strategy):
+    if not strategy.needs_model:
         return None
-    return ModelKey("strategy", family(strategy), uses_closure(strategy))
+    return ModelKey("strategy", strategy.family, strategy.uses_closure)
 
 
 def prediction_key(kind: str) -> ModelKey:
@@ -181,18 +173,17 @@ class TrainedModel:
 def _outputs(key: ModelKey, estimator: Any, X: np.ndarray) -> ModelOutputs:
     if key.purpose == "prediction":
         return ModelOutputs(proba=positive_proba(estimator, X) if len(X) else np.zeros(0))
-    strategy = _STRATEGY_MODELS[key.kind][0]
     if not len(X):
         return ModelOutputs(proba=np.zeros(0)) if key.kind != "qbc" else \
             ModelOutputs(votes=np.zeros((0, 0), dtype=np.int64))
-    outputs = model_outputs(strategy, estimator, X)
+    outputs = model_outputs(key.kind, estimator, X)
     assert outputs is not None
     return outputs
 
 
 def _fit(key: ModelKey, X: np.ndarray, y: np.ndarray) -> Any:
     if key.purpose == "strategy":
-        return fit_model(_STRATEGY_MODELS[key.kind][0], X, y, random_state=RANDOM_STATE)
+        return fit_model(key.kind, X, y, random_state=RANDOM_STATE)
     if len(y) < 2 or len(np.unique(y)) < 2:
         return None
     if key.kind == "logistic_regression":
@@ -209,7 +200,7 @@ def _inputs(key: ModelKey, X: np.ndarray, concepts: np.ndarray | None,
     (:func:`reasoning.strategies.model_inputs`)."""
     if concepts is None:
         return X
-    return model_inputs(_STRATEGY_MODELS[key.kind][0], concepts, X, values)
+    return model_inputs(key.kind, concepts, X, values)
 
 
 def _fit_outputs(key: ModelKey, X: np.ndarray, concepts: np.ndarray | None,

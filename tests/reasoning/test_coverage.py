@@ -11,15 +11,15 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from reasoning.closure import Closure
-from reasoning.coverage import (
-    SHARES,
+from reasoning.generate import random_order
+from reasoning.simulation.coverage import (
     cover_pairs,
     coverage_seeds,
     first_reaching,
     greedy_oracle,
     run_coverage,
 )
-from reasoning.generate import random_order
+from reasoning.simulation.coverage_report import SHARES
 
 
 def tiny(seed: int = 0, n: int = 14, pool: int = 70):

@@ -20,6 +20,7 @@ from reasoning.strategies import (
     PATH_FLOOR,
     family,
     fit_model,
+    get_strategy,
     model_inputs,
     needs_model,
     parse_strategy,
@@ -69,7 +70,7 @@ def test_path_free_past_its_budget_gives_the_last_candidates_zero():
 def test_edp_f_discounts_the_positive_count_by_the_path_chance(seed):
     closure, pool, p, _ = random_case(seed)
     ones = np.ones(len(pool))
-    scores = score_candidates("EDP-F", closure=closure, pool=pool, X=p,
+    scores = score_candidates(get_strategy("EDP-F"), closure=closure, pool=pool, X=p,
                               candidates=np.ones(len(pool), bool), model=FixedProbabilities())
     for i, row in enumerate(scores.rows.tolist()):
         a, b = pool[row]
@@ -86,9 +87,9 @@ def test_edp_f_discounts_only_the_pair_that_a_likely_path_implies():
     closure.add_label(0, 1, True)
     pool = np.array([[1, 2], [0, 2]])
     X = np.array([[0.9], [0.9]])
-    scores = score_candidates("EDP-F", closure=closure, pool=pool, X=X,
+    scores = score_candidates(get_strategy("EDP-F"), closure=closure, pool=pool, X=X,
                               candidates=np.ones(2, bool), model=FixedProbabilities())
-    plain = score_candidates("EDP", closure=closure, pool=pool, X=X,
+    plain = score_candidates(get_strategy("EDP"), closure=closure, pool=pool, X=X,
                              candidates=np.ones(2, bool), model=FixedProbabilities())
     assert scores.scores[0] == pytest.approx(plain.scores[0])  # no path can imply (1, 2)
     # (0, 2): F+ = 1, F- = 2, free = 1 - 1·0.9
@@ -103,7 +104,7 @@ def test_edp_f_is_a_reasoning_strategy_with_an_extra_trees_model():
     assert uses_closure("EDP-F") and needs_model("EDP-F")
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 3))
-    model = fit_model("EDP-F", X, (X[:, 0] > 0).astype(int), random_state=0)
+    model = fit_model(family("EDP-F"), X, (X[:, 0] > 0).astype(int), random_state=0)
     assert isinstance(model, ExtraTreesClassifier)
     assert len(model.estimators_) == FOREST_STRATEGY_TREES
 
@@ -151,9 +152,9 @@ def test_model_inputs_add_the_reverse_pair_and_rates_for_the_forest_family_only(
     pool = np.array([[0, 1], [1, 0], [1, 2]])
     X = np.array([[1.0], [2.0], [3.0]])
     values = np.array([1, 0, -1])
-    assert model_inputs("EDP", pool, X, values) is not None
-    np.testing.assert_array_equal(model_inputs("EDP", pool, X, values), X)
-    inputs = model_inputs("EDP-F", pool, X, values)
+    assert model_inputs(family("EDP"), pool, X, values) is not None
+    np.testing.assert_array_equal(model_inputs(family("EDP"), pool, X, values), X)
+    inputs = model_inputs(family("EDP-F"), pool, X, values)
     np.testing.assert_array_equal(inputs, forest_features(pool, X, values))
     assert inputs.shape == (3, 1 + 2 + 8)
 
@@ -177,17 +178,17 @@ def test_path_free_reads_a_large_closure_sparsely_and_agrees():
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10_000), st.sampled_from([(1, 10_000), (3, 10_000), (2, 3)]))
 def test_edp_f_scores_its_best_exactly_and_no_other_above_them(seed, bounds):
-    import reasoning.strategies as strategies
+    import reasoning.strategies.scores as strategies
 
     exact_first, most = bounds
     closure, pool, p, _ = random_case(seed)
     ones = np.ones(len(pool))
-    full = score_candidates("EDP-F", closure=closure, pool=pool, X=p,
+    full = score_candidates(get_strategy("EDP-F"), closure=closure, pool=pool, X=p,
                             candidates=np.ones(len(pool), bool), model=FixedProbabilities())
     saved = strategies.PATH_EXACT, strategies.PATH_MOST
     strategies.PATH_EXACT, strategies.PATH_MOST = exact_first, most
     try:
-        pruned = score_candidates("EDP-F", closure=closure, pool=pool, X=p,
+        pruned = score_candidates(get_strategy("EDP-F"), closure=closure, pool=pool, X=p,
                                   candidates=np.ones(len(pool), bool),
                                   model=FixedProbabilities())
     finally:

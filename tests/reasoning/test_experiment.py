@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from reasoning.data import Domain
-from reasoning.experiment import _auc, run_strategy, simulate, split_pool
+from reasoning.simulation import simulate
+from reasoning.simulation.auc import _auc, run_strategy, split_pool
 from reasoning.strategies import ALL_STRATEGIES
 
 
@@ -145,7 +146,7 @@ def test_the_reasoning_settings_also_score_the_consistent_map():
 
 
 def test_simulate_reads_default_as_the_resolved_strategy_and_all_as_every_strategy():
-    from reasoning.experiment import _choose_strategies
+    from reasoning.simulation.runs import choose_strategies as _choose_strategies
     from reasoning.strategies import DEFAULT_STRATEGY
 
     assert _choose_strategies("default") == [DEFAULT_STRATEGY]

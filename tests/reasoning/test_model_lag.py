@@ -9,12 +9,12 @@ import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
 from typer.testing import CliRunner
 
-import reasoning.experiment
+import reasoning.simulation
 from app.cli import cli
 from benchmarks.model_lag import main as model_lag_main
 from reasoning.data import Domain
-from reasoning.experiment import run_strategy
 from reasoning.generate import random_order
+from reasoning.simulation.auc import run_strategy
 
 
 class SeenRecorder(ClassifierMixin, BaseEstimator):
@@ -103,7 +103,7 @@ def test_a_negative_lag_is_refused():
 
 def test_simulate_command_passes_the_model_lag_on(monkeypatch, tmp_path):
     calls = []
-    monkeypatch.setattr(reasoning.experiment, "simulate", lambda **kw: calls.append(kw))
+    monkeypatch.setattr(reasoning.simulation, "simulate", lambda **kw: calls.append(kw))
     result = CliRunner().invoke(cli, ["simulate", "--data", str(tmp_path), "--out",
                                       str(tmp_path), "--model-lag", "3"])
     assert result.exit_code == 0, result.output

@@ -32,7 +32,9 @@ from reasoning.strategies import (
     NEW_STRATEGIES,
     STRATEGY_NAMES,
     entangled,
+    family,
     fit_model,
+    get_strategy,
     needs_model,
     parse_strategy,
     score_candidates,
@@ -69,7 +71,7 @@ class FixedVotes:
 
 def pick(strategy, X, model, candidates=ALL, seed=0, pool=POOL, closure=None):
     closure = hand_closure() if closure is None else closure
-    chosen = select(strategy, closure=closure, pool=pool, X=X, candidates=candidates,
+    chosen = select(get_strategy(strategy), closure=closure, pool=pool, X=X, candidates=candidates,
                     model=model, random_state=seed)
     return tuple(pool[chosen.rows[0]])
 
@@ -139,8 +141,8 @@ def test_qbc_picks_among_the_pairs_with_a_dissenting_member():
 
 def test_cnt_scores_are_the_hand_counted_min_of_both_answers():
     # min over answers of the counts in the module table: 1, 1, 2, 1, 1
-    scores = score_candidates("CNT", closure=hand_closure(), pool=POOL, X=np.zeros((5, 1)),
-                              candidates=ALL)
+    scores = score_candidates(get_strategy("CNT"), closure=hand_closure(), pool=POOL,
+                              X=np.zeros((5, 1)), candidates=ALL)
     assert scores.gain_positive.tolist() == [2, 1, 2, 3, 3]
     assert scores.gain_negative.tolist() == [1, 2, 2, 1, 1]
     assert scores.scores.tolist() == [1, 1, 2, 1, 1]
@@ -154,8 +156,8 @@ def test_lc_r_plus_weighs_positive_by_one_minus_p_and_negative_by_p():
     # (1,3): F+ = .1+.1 = .2, F- = .9+.9 -> .2
     # (2,3): F+ = .1+.1+.1 = .3, F- = .9 -> .3
     # (3,1): F+ = .9+.9+.9 = 2.7, F- = .1 -> .1
-    scores = score_candidates("LC-R+", closure=hand_closure(), pool=POOL, X=P, candidates=ALL,
-                              model=FixedProbabilities())
+    scores = score_candidates(get_strategy("LC-R+"), closure=hand_closure(), pool=POOL, X=P,
+                              candidates=ALL, model=FixedProbabilities())
     np.testing.assert_allclose(scores.scores, [0.6, 0.5, 0.2, 0.3, 0.1])
     assert pick("LC-R+", P, FixedProbabilities()) == (0, 1)
 
@@ -165,7 +167,7 @@ def test_qbc_r_plus_weighs_by_the_votes_against_each_answer():
     # (0,1): F+ = 0+2 = 2, F- = 3 -> 2 ; (0,2): F+ = 2, F- = 3+1 = 4 -> 2
     # (1,3): F+ = 2+2 = 4, F- = 1+2 = 3 -> 3 ; (2,3): F+ = 2+1+2 = 5, F- = 2 -> 2
     # (3,1): F+ = 1+1+2 = 4, F- = 2 -> 2
-    scores = score_candidates("QBC-R+", closure=hand_closure(), pool=POOL, X=VOTES,
+    scores = score_candidates(get_strategy("QBC-R+"), closure=hand_closure(), pool=POOL, X=VOTES,
                               candidates=ALL, model=FixedVotes())
     assert scores.scores.tolist() == [2, 2, 3, 2, 2]
     assert pick("QBC-R+", VOTES, FixedVotes()) == (1, 3)
@@ -174,8 +176,8 @@ def test_qbc_r_plus_weighs_by_the_votes_against_each_answer():
 def test_a_strategy_without_a_model_falls_back_to_random_ties():
     picks = {pick("LC-R+", P, None, seed=seed) for seed in range(50)}
     assert picks == {(1, 3)}  # no model: every pair weighs 1, CNT's choice
-    assert fit_model("LC", np.zeros((3, 2)), [1, 1, 1]) is None
-    assert fit_model("Random", np.zeros((3, 2)), [0, 1, 1]) is None
+    assert fit_model(family("LC"), np.zeros((3, 2)), [1, 1, 1]) is None
+    assert fit_model(family("Random"), np.zeros((3, 2)), [0, 1, 1]) is None
 
 
 def _fitted_case():
@@ -188,13 +190,13 @@ def _fitted_case():
 
 def test_fitted_lc_model_scores_least_confidence_of_its_probabilities():
     X, y, pool_X = _fitted_case()
-    model = fit_model("LC", X, y, random_state=0)
+    model = fit_model(family("LC"), X, y, random_state=0)
     assert model is not None
     proba = model.predict_proba(pool_X)
     p = proba[:, list(model.classes_).index(1)]
     assert ((0 <= p) & (p <= 1)).all() and len(np.unique(p)) > 10
     candidates = np.arange(80) % 3 != 0  # a third of the rows may not be asked
-    scored = score_candidates("LC", closure=None, pool=np.zeros((80, 2)), X=pool_X,
+    scored = score_candidates(get_strategy("LC"), closure=None, pool=np.zeros((80, 2)), X=pool_X,
                               candidates=candidates, model=model)
     assert scored.rows.tolist() == np.flatnonzero(candidates).tolist()
     expected = np.array([1 - max(q, 1 - q) for q in p[candidates]])
@@ -204,7 +206,7 @@ def test_fitted_lc_model_scores_least_confidence_of_its_probabilities():
 
 def test_fitted_committee_scores_the_members_disagreeing_with_the_majority():
     X, y, pool_X = _fitted_case()
-    model = fit_model("QBC", X, y, random_state=0)
+    model = fit_model(family("QBC"), X, y, random_state=0)
     assert model is not None
     members = model.bagging_.estimators_
     features = model.bagging_.estimators_features_
@@ -212,7 +214,7 @@ def test_fitted_committee_scores_the_members_disagreeing_with_the_majority():
                       for m, f in zip(members, features, strict=True)])
     positive = votes.sum(axis=0)
     expected = [min(v, len(members) - v) for v in positive]
-    scored = score_candidates("QBC", closure=None, pool=np.zeros((80, 2)), X=pool_X,
+    scored = score_candidates(get_strategy("QBC"), closure=None, pool=np.zeros((80, 2)), X=pool_X,
                               candidates=np.ones(80, bool), model=model)
     assert scored.scores.tolist() == expected
     assert 0 < sum(expected) and max(expected) == len(members) // 2
@@ -222,11 +224,11 @@ def test_fitted_models_pick_a_best_scored_row_with_the_closure():
     X, y, pool_X = _fitted_case()
     pool = np.random.default_rng(1).permutation(list(itertools.permutations(range(12), 2)))[:80]
     for strategy in ("LC-R+", "QBC-R+"):
-        model = fit_model(strategy, X, y, random_state=0)
+        model = fit_model(family(strategy), X, y, random_state=0)
         assert model is not None
-        scored = score_candidates(strategy, closure=Closure(range(12)), pool=pool, X=pool_X,
-                                  candidates=np.ones(80, bool), model=model)
-        chosen = select(strategy, closure=Closure(range(12)), pool=pool, X=pool_X,
+        scored = score_candidates(get_strategy(strategy), closure=Closure(range(12)), pool=pool,
+                                  X=pool_X, candidates=np.ones(80, bool), model=model)
+        chosen = select(get_strategy(strategy), closure=Closure(range(12)), pool=pool, X=pool_X,
                         candidates=np.ones(80, bool), model=model, random_state=0)
         assert len(chosen.rows) == 1 and chosen.scores[0] == scored.scores.max() > 0
 
@@ -277,7 +279,7 @@ def test_r_plus_scores_equal_adding_each_answer_to_a_copy_and_counting(seed):
              "LC-R+": (p, FixedProbabilities(), 1 - p[:, 0], p[:, 0]),
              "QBC-R+": (votes, FixedVotes(), 3.0 - votes.sum(1), votes.sum(1).astype(float))}
     for strategy, (X, model, wp, wn) in cases.items():
-        scores = score_candidates(strategy, closure=closure, pool=pool, X=X,
+        scores = score_candidates(get_strategy(strategy), closure=closure, pool=pool, X=X,
                                   candidates=np.ones(len(pool), bool), model=model)
         assert scores.rows.tolist() == np.flatnonzero(undecided).tolist()
         for i, row in enumerate(scores.rows):
@@ -302,7 +304,7 @@ def decides(closure: Closure, first, second) -> bool:
 @given(st.integers(0, 10_000), st.integers(2, 5), st.sampled_from(["CNT", "Random-R"]))
 def test_a_batch_never_holds_two_pairs_that_decide_each_other(seed, k, strategy):
     closure, pool, _, _ = random_case(seed)
-    chosen = select(strategy, closure=closure, pool=pool, X=np.zeros((len(pool), 1)),
+    chosen = select(get_strategy(strategy), closure=closure, pool=pool, X=np.zeros((len(pool), 1)),
                     candidates=np.ones(len(pool), bool), k=k, random_state=seed)
     n_open = int((closure.values(pool[:, 0], pool[:, 1]) < 0).sum())
     assert 1 <= len(chosen.rows) <= k if n_open else len(chosen.rows) == 0
@@ -326,9 +328,9 @@ def test_a_batch_skips_the_reverse_of_a_chosen_pair_and_keeps_the_best_first():
     pool = np.array([[0, 1], [1, 0], [2, 3]])
     # each of (0,1), (1,0) decides the other; (2,3) is independent of both
     for seed in range(20):
-        batch = select("CNT", closure=closure, pool=pool, X=np.zeros((3, 1)),
+        batch = select(get_strategy("CNT"), closure=closure, pool=pool, X=np.zeros((3, 1)),
                        candidates=np.ones(3, bool), k=3, random_state=seed)
-        single = select("CNT", closure=closure, pool=pool, X=np.zeros((3, 1)),
+        single = select(get_strategy("CNT"), closure=closure, pool=pool, X=np.zeros((3, 1)),
                         candidates=np.ones(3, bool), k=1, random_state=seed)
         assert sorted(batch.rows.tolist()) in ([0, 2], [1, 2])
         assert batch.rows[0] == single.rows[0]
@@ -349,8 +351,8 @@ def test_edp_scores_the_expected_count_of_newly_decided_pairs():
     # counts from the module table: F+ = 2 1 2 3 3, F- = 1 2 2 1 1; p = .5 .5 .5 .9 .1
     # EDP = p F+ + (1 - p) F- = 1.5 1.5 2 2.8 1.2
     X = np.array([[0.5], [0.5], [0.5], [0.9], [0.1]])
-    scores = score_candidates("EDP", closure=hand_closure(), pool=POOL, X=X, candidates=ALL,
-                              model=FixedProbabilities())
+    scores = score_candidates(get_strategy("EDP"), closure=hand_closure(), pool=POOL, X=X,
+                              candidates=ALL, model=FixedProbabilities())
     assert scores.gain_positive.tolist() == [2, 1, 2, 3, 3]
     assert scores.gain_negative.tolist() == [1, 2, 2, 1, 1]
     np.testing.assert_allclose(scores.scores, [1.5, 1.5, 2.0, 2.8, 1.2])
@@ -358,8 +360,8 @@ def test_edp_scores_the_expected_count_of_newly_decided_pairs():
 
 
 def test_edp_without_a_model_scores_the_mean_of_both_counts():
-    scores = score_candidates("EDP", closure=hand_closure(), pool=POOL, X=np.zeros((5, 1)),
-                              candidates=ALL)
+    scores = score_candidates(get_strategy("EDP"), closure=hand_closure(), pool=POOL,
+                              X=np.zeros((5, 1)), candidates=ALL)
     np.testing.assert_allclose(scores.scores, [1.5, 1.5, 2.0, 2.0, 2.0])
 
 
@@ -368,7 +370,7 @@ def test_edp_without_a_model_scores_the_mean_of_both_counts():
 def test_edp_equals_adding_each_answer_to_a_copy_and_averaging_by_p(seed):
     closure, pool, p, _ = random_case(seed)
     ones = np.ones(len(pool))
-    scores = score_candidates("EDP", closure=closure, pool=pool, X=p,
+    scores = score_candidates(get_strategy("EDP"), closure=closure, pool=pool, X=p,
                               candidates=np.ones(len(pool), bool), model=FixedProbabilities())
     for i, row in enumerate(scores.rows):
         gp, gn = brute_gains(closure, pool, ones, ones, *pool[row])
@@ -378,7 +380,7 @@ def test_edp_equals_adding_each_answer_to_a_copy_and_averaging_by_p(seed):
 
 def test_edp_q_weighs_the_counts_by_the_committee_share_voting_positive():
     votes = np.array([[1, 1, 1], [0, 0, 0], [1, 0, 1], [1, 1, 0], [0, 0, 1]])  # rows: pool pairs
-    scores = score_candidates("EDP-Q", closure=hand_closure(), pool=POOL, X=votes,
+    scores = score_candidates(get_strategy("EDP-Q"), closure=hand_closure(), pool=POOL, X=votes,
                               candidates=ALL, model=FixedVotes())
     share = votes.mean(axis=1)
     expected = share * np.array([2, 1, 2, 3, 3]) + (1 - share) * np.array([1, 2, 2, 1, 1])
@@ -392,12 +394,25 @@ def test_edp_c_weighs_the_counts_by_order_respecting_probabilities():
     # 1 ≺ 2 is decided: p(0, 1) = .9 lifts p(0, 2) by the max-min closure
     X = np.array([[0.9], [0.1], [0.5], [0.5], [0.5]])
     closure = hand_closure()
-    scores = score_candidates("EDP-C", closure=closure, pool=POOL, X=X, candidates=ALL,
-                              model=FixedProbabilities())
+    scores = score_candidates(get_strategy("EDP-C"), closure=closure, pool=POOL, X=X,
+                              candidates=ALL, model=FixedProbabilities())
     soft = soft_probabilities(closure, POOL, X[:, 0])
     assert soft[1] == pytest.approx(0.5 * 0.1 + 0.5 * 0.9)
     expected = soft * np.array([2, 1, 2, 3, 3]) + (1 - soft) * np.array([1, 2, 2, 1, 1])
     np.testing.assert_allclose(scores.scores, expected)
-    plain = score_candidates("EDP", closure=closure, pool=POOL, X=X, candidates=ALL,
+    plain = score_candidates(get_strategy("EDP"), closure=closure, pool=POOL, X=X, candidates=ALL,
                              model=FixedProbabilities())
     assert scores.scores[1] != pytest.approx(plain.scores[1])
+
+
+# ------------------------------------------------------------------------------ the registry
+def test_registry_keeps_the_order_that_seeds_the_simulation_and_its_objects_pickle():
+    import pickle
+
+    from reasoning.strategies import STRATEGIES
+
+    assert ALL_STRATEGIES == ("Random", "LC", "QBC", "Random-R", "LC-R", "QBC-R", "CNT",
+                              "LC-R+", "QBC-R+", "EDP", "EDP-Q", "EDP-C", "EDP-F")
+    assert [get_strategy(s.name) for s in STRATEGIES] == list(STRATEGIES)
+    assert get_strategy(STRATEGIES[7]) is STRATEGIES[7]
+    assert pickle.loads(pickle.dumps(STRATEGIES)) == STRATEGIES

@@ -30,7 +30,7 @@ from app.errors import InvalidCursor
 from app.schemas import label_value
 from app.services.labels.store import decode
 from models import AssertedLabel, ClosureEffect, Concept, Project
-from reasoning.closure import _bits
+from reasoning.closure import bit_positions as _bits
 
 __all__ = ["Filters", "Snapshot", "iter_labels", "list_labels", "snapshot"]
 
