@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -316,8 +317,6 @@ def corpus_statistics(titles: Sequence[str], texts: Sequence[str], links=(), *,
         raise ValueError("one text per title")
     n = len(titles)
     texts = [text or "" for text in texts]
-    title_tokens: list[list[str]] = [tokens(title) for title in titles]
-    text_tokens = [tokens(text) for text in texts]
     links_matrix = _link_matrix(n, np.asarray(links, dtype=np.int64).reshape(-1, 2))
     hub, authority, pagerank = _rankings(n, links_matrix)
     linked = np.asarray((links_matrix + links_matrix.T).sum(axis=1)).ravel() > 0
@@ -325,18 +324,28 @@ def corpus_statistics(titles: Sequence[str], texts: Sequence[str], links=(), *,
     return CorpusStatistics(
         n=n,
         size=int((linked | written).sum()),
-        text_vectors=_tfidf(texts),
-        paragraph_vectors=_tfidf([first_paragraph(text) for text in texts]),
-        title_words=[frozenset(words) for words in title_tokens],
-        mentions_in_text=_mentions(text_tokens, title_tokens),
-        mentions_in_first_sentence=_mentions(
-            [tokens(first_sentence(text)) for text in texts], title_tokens),
-        mentions_in_title=_mentions(title_tokens, title_tokens),
-        words=np.array([len(words) for words in text_tokens], dtype=np.float64),
-        topics=_topics(texts, n_topics, random_state),
+        **_text_statistics(titles, texts, n_topics, random_state),
         links=links_matrix,
         hub=hub, authority=authority, pagerank=pagerank,
     )
+
+
+def _text_statistics(titles: Sequence[str], texts: list[str], n_topics: int,
+                     random_state: int) -> dict[str, Any]:
+    """The fields of :class:`CorpusStatistics` read from the titles and texts, by name."""
+    title_tokens: list[list[str]] = [tokens(title) for title in titles]
+    text_tokens = [tokens(text) for text in texts]
+    return {
+        "text_vectors": _tfidf(texts),
+        "paragraph_vectors": _tfidf([first_paragraph(text) for text in texts]),
+        "title_words": [frozenset(words) for words in title_tokens],
+        "mentions_in_text": _mentions(text_tokens, title_tokens),
+        "mentions_in_first_sentence": _mentions(
+            [tokens(first_sentence(text)) for text in texts], title_tokens),
+        "mentions_in_title": _mentions(title_tokens, title_tokens),
+        "words": np.array([len(words) for words in text_tokens], dtype=np.float64),
+        "topics": _topics(texts, n_topics, random_state),
+    }
 
 
 def _entries(matrix: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:

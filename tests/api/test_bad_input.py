@@ -1,10 +1,13 @@
-"""Bad input never makes a 500: size limits, malformed bodies, arbitrary names."""
+"""Bad input never makes a 500: size limits, malformed bodies, duplicate JSON keys, arbitrary
+names."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
+from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -74,3 +77,58 @@ def test_any_name_is_stored_or_refused_never_a_500(client: TestClient, name: str
     assert response.status_code == (201 if valid else 422), response.text
     if valid:
         assert client.get(f"/projects/{response.json()['id']}").json()["name"] == name
+
+
+# --------------------------------------------------------------------------------------------
+# Duplicate JSON keys
+# --------------------------------------------------------------------------------------------
+
+
+def _raw_post(client: TestClient, path: str, document: str) -> Any:
+    return client.post(path, content=document.encode(),
+                       headers={"content-type": "application/json"})
+
+
+def test_a_duplicate_key_is_422_naming_the_key(client: TestClient) -> None:
+    response = _raw_post(client, "/projects", '{"name": "first", "name": "second"}')
+    problem = assert_problem(response, 422, "validation-error")
+    assert "'name'" in problem["detail"]
+    assert problem["errors"] == [{"loc": ["body"], "msg": "duplicate key 'name' in a JSON object",
+                                  "type": "json_duplicate_key"}]
+    assert client.get("/projects").json()["total"] == 0
+
+
+def test_a_duplicate_key_deep_inside_a_body_is_422(client: TestClient) -> None:
+    pid = new_project(client, ["a", "b", "c"])
+    document = ('{"labels": [{"a": "a", "b": "b", "label": "positive"},'
+                ' {"a": "b", "b": "c", "label": "positive", "label": "negative"}]}')
+    problem = assert_problem(_raw_post(client, f"/projects/{pid}/labels/bulk", document), 422,
+                             "validation-error")
+    assert "'label'" in problem["detail"]
+    listing = client.get(f"/projects/{pid}/labels", params={"source": "asserted"}).json()
+    assert listing["total"] == 0
+    # The same document without the duplicate is accepted.
+    fixed = document.replace(', "label": "negative"', "")
+    assert _raw_post(client, f"/projects/{pid}/labels/bulk", fixed).status_code == 201
+
+
+def _api_routes(routes: list[Any]) -> list[APIRoute]:
+    """Every API route, also those of included routers (FastAPI keeps them in the router)."""
+    found: list[APIRoute] = []
+    for route in routes:
+        if isinstance(route, APIRoute):
+            found.append(route)
+        included = getattr(route, "original_router", None)
+        if included is not None:
+            found += _api_routes(included.routes)
+    return found
+
+
+def test_every_route_that_takes_a_body_refuses_duplicate_keys(client: TestClient) -> None:
+    from app.routes.common import StrictJSONRoute
+
+    with_body = [route for route in _api_routes(client.app.routes)  # type: ignore[attr-defined]
+                 if route.body_field is not None]
+    assert len(with_body) >= 6
+    assert all(isinstance(route, StrictJSONRoute) for route in with_body), \
+        [route.path for route in with_body if not isinstance(route, StrictJSONRoute)]

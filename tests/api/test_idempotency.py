@@ -1,9 +1,14 @@
-"""Idempotent retries of label posts (``Idempotency-Key``)."""
+"""Idempotent retries of label posts (``Idempotency-Key``), and the expiry of their records."""
 
 from __future__ import annotations
 
-from fastapi.testclient import TestClient
+from collections.abc import Callable
+from datetime import timedelta
 
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+
+from models import IdempotencyRecord
 from tests.api.conftest import assert_problem, new_project
 
 
@@ -93,3 +98,54 @@ def test_a_contradiction_under_a_key_is_its_outcome_and_replays(client: TestClie
     assert_problem(client.post(f"/projects/{pid}/labels", json=other, headers=key), 422,
                    "idempotency-key-reused")
     assert _count(client, pid) == 1
+
+
+# --------------------------------------------------------------------------------------------
+# Idempotency records expire
+# --------------------------------------------------------------------------------------------
+
+
+def _age_records(client: TestClient, by: timedelta) -> None:
+    with client.app.state.database.sessions.begin() as session:  # type: ignore[attr-defined]
+        for record in session.scalars(select(IdempotencyRecord)):
+            record.created_at -= by
+
+
+def _records(client: TestClient) -> int:
+    with client.app.state.database.sessions() as session:  # type: ignore[attr-defined]
+        return int(session.scalar(select(func.count()).select_from(IdempotencyRecord)) or 0)
+
+
+def test_a_key_past_its_ttl_acts_as_new(make_client: Callable[..., TestClient]) -> None:
+    client = make_client(idempotency_ttl_seconds=3600)
+    pid = new_project(client, ["a", "b", "c"])
+    key = {"Idempotency-Key": "reused-tomorrow"}
+    first = client.post(f"/projects/{pid}/labels", json={"a": "a", "b": "b", "label": "positive"},
+                        headers=key)
+    assert first.status_code == 201, first.text
+    _age_records(client, timedelta(seconds=3601))
+    second = client.post(f"/projects/{pid}/labels",
+                         json={"a": "b", "b": "c", "label": "positive"}, headers=key)
+    assert second.status_code == 201, second.text
+    assert "idempotent-replayed" not in second.headers
+    # Within its TTL the new record replays as usual.
+    again = client.post(f"/projects/{pid}/labels",
+                        json={"a": "b", "b": "c", "label": "positive"}, headers=key)
+    assert again.headers.get("idempotent-replayed") == "true"
+    assert again.json() == second.json()
+
+
+def test_expired_records_are_deleted_as_new_ones_are_stored(
+        make_client: Callable[..., TestClient]) -> None:
+    client = make_client(idempotency_ttl_seconds=3600)
+    pid = new_project(client, [f"c{i}" for i in range(6)])
+    for i in range(5):
+        response = client.post(f"/projects/{pid}/labels", headers={"Idempotency-Key": f"k{i}"},
+                               json={"a": f"c{i}", "b": f"c{i + 1}", "label": "positive"})
+        assert response.status_code == 201, response.text
+    assert _records(client) == 5
+    _age_records(client, timedelta(days=2))
+    response = client.post(f"/projects/{pid}/labels", headers={"Idempotency-Key": "fresh"},
+                           json={"a": "c5", "b": "c0", "label": "negative"})
+    assert response.status_code in (200, 201), response.text
+    assert _records(client) == 1  # only the fresh one is left

@@ -1,8 +1,12 @@
-"""Keys: the admin key manages projects, a project's key opens only that project."""
+"""Keys: the admin key manages projects, a project's key opens only that project, and a
+missing or wrong key is refused before the request's body is read."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -117,3 +121,103 @@ def test_keys_are_checked_behind_a_proxy_prefix(keyed: TestClient) -> None:
     assert_problem(behind_proxy.get(f"/sporal/projects/{pid}", headers=theirs), 403,
                    "forbidden")
     assert_problem(behind_proxy.get("/sporal/projects"), 401, "unauthorized")
+
+
+# --------------------------------------------------------------------------------------------
+# Keys before the body
+# --------------------------------------------------------------------------------------------
+
+
+def _keyed_project(client: TestClient) -> tuple[int, str]:
+    body = client.post("/projects", json={"name": "p"}, headers=ADMIN).json()
+    return int(body["id"]), str(body["api_key"])
+
+
+def _asgi_call(client: TestClient, method: str, path: str, headers: dict[str, str],
+               chunks: int = 4) -> tuple[int, dict[str, str], dict[str, Any], int]:
+    """Send a chunked JSON body straight to the ASGI app; count the chunks the app read.
+
+    Returns the status, the headers, the JSON body of the answer and how many ``receive``
+    calls the application made before it started its answer.
+    """
+    read = 0
+    started_after: list[int] = []
+    sent: list[dict[str, Any]] = []
+    piece = b" " * 1024
+
+    async def receive() -> dict[str, Any]:
+        nonlocal read
+        read += 1
+        if read > chunks:  # the whole body was read; now the client only waits
+            await asyncio.sleep(3600)
+        return {"type": "http.request", "body": piece, "more_body": read < chunks}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            started_after.append(read)
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+             "method": method, "scheme": "http", "path": path, "raw_path": path.encode(),
+             "query_string": b"", "root_path": "", "client": ("127.0.0.1", 1),
+             "server": ("testserver", 80),
+             "headers": [(k.lower().encode(), v.encode()) for k, v in
+                         {"content-type": "application/json", "transfer-encoding": "chunked",
+                          **headers}.items()]}
+    asyncio.run(asyncio.wait_for(client.app(scope, receive, send), 30))
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    answer_headers = {k.decode(): v.decode() for k, v in start["headers"]}
+    return start["status"], answer_headers, json.loads(body), started_after[0]
+
+
+@pytest.mark.parametrize("who", ["no key", "unknown key", "another project's key"])
+def test_a_project_route_refuses_a_bad_key_before_reading_the_body(
+        keyed: TestClient, who: str) -> None:
+    pid, _ = _keyed_project(keyed)
+    _, other_key = _keyed_project(keyed)
+    headers = {"no key": {}, "unknown key": {"x-api-key": "sporal_guess"},
+               "another project's key": {"x-api-key": other_key}}[who]
+    status, answer, body, read = _asgi_call(keyed, "POST", f"/projects/{pid}/labels/bulk",
+                                            headers)
+    expected = 403 if who == "another project's key" else 401
+    assert (status, read) == (expected, 0), (status, read, body)
+    assert answer["content-type"].startswith("application/problem+json")
+    assert body["type"] == ("/problems/forbidden" if expected == 403 else "/problems/unauthorized")
+    assert body["instance"] == f"/projects/{pid}/labels/bulk"
+    if expected == 401:
+        assert answer["www-authenticate"] == 'APIKey header="X-API-Key"'
+
+
+def test_an_admin_route_refuses_a_missing_key_before_reading_the_body(keyed: TestClient) -> None:
+    status, answer, body, read = _asgi_call(keyed, "POST", "/projects", {})
+    assert (status, read) == (401, 0), (status, read, body)
+    assert body["type"] == "/problems/unauthorized"
+    assert answer["www-authenticate"] == 'APIKey header="X-API-Key"'
+
+
+def test_the_refusals_before_the_body_are_those_of_the_routes(keyed: TestClient) -> None:
+    """Same status, body and headers as the dependency checks give on a body-less request."""
+    pid, own = _keyed_project(keyed)
+    _, other = _keyed_project(keyed)
+    for headers in ({}, {"X-API-Key": "guess"}, {"X-API-Key": other}):
+        bodiless = keyed.get(f"/projects/{pid}/labels", headers=headers)
+        with_body = keyed.post(f"/projects/{pid}/labels", headers=headers,
+                               json={"a": "x", "b": "y", "label": "positive"})
+        assert with_body.status_code == bodiless.status_code in (401, 403)
+        assert with_body.json() == {**bodiless.json(), "instance": f"/projects/{pid}/labels"}
+        assert with_body.headers.get("www-authenticate") == \
+            bodiless.headers.get("www-authenticate")
+    # The keys that open the project still do, and the admin-only routes still need the admin.
+    assert keyed.post(f"/projects/{pid}/concepts", json={"concepts": [{"name": "x"}]},
+                      headers={"X-API-Key": own}).status_code == 201
+    assert keyed.post(f"/projects/{pid}/concepts", json={"concepts": [{"name": "y"}]},
+                      headers=ADMIN).status_code == 201
+    assert_problem(keyed.delete(f"/projects/{pid}", headers={"X-API-Key": own}), 403,
+                   "forbidden")
+
+
+def test_open_mode_reads_bodies_without_a_key(client: TestClient) -> None:
+    status, _, body, read = _asgi_call(client, "POST", "/projects", {}, chunks=1)
+    # A body of blanks is no JSON document: refused after it was read, as before.
+    assert (status, read) == (422, 1), body

@@ -1,9 +1,11 @@
 """Keys over a real server: with SPORAL_ADMIN_KEY set nobody reads or changes a project
-without its key; a missing or unknown key is 401, another project's key is 403."""
+without its key; a missing or unknown key is 401, another project's key is 403, and a large
+body without a key gets its 401 without being read."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -85,3 +87,19 @@ def test_the_key_is_returned_once_and_never_listed(keyed_server: Server) -> None
             response = client.get(path, headers={"X-API-Key": ADMIN_KEY})
             assert response.status_code == 200, response.text
             assert key not in response.text
+
+
+def test_a_large_body_without_a_key_gets_its_401_and_the_server_stays_up(
+        tmp_path: Path, start_server: Callable[..., Server]) -> None:
+    server = start_server(sqlite_url(tmp_path / "sporal.db"),
+                          env={"SPORAL_ADMIN_KEY": ADMIN_KEY})
+    document = b'{"labels": [' + b",".join([b'{"a": "x", "b": "y", "label": "positive"}']
+                                         * 100_000) + b"]}"
+    with httpx.Client(base_url=server.base_url, timeout=60.0) as client:
+        pid = client.post("/projects", json={"name": "p"},
+                          headers={"X-API-Key": ADMIN_KEY}).json()["id"]
+        response = client.post(f"/projects/{pid}/labels/bulk", content=document,
+                               headers={"content-type": "application/json"})
+        assert response.status_code == 401, response.text
+        assert response.headers["www-authenticate"] == 'APIKey header="X-API-Key"'
+        assert client.get("/health").status_code == 200

@@ -1,14 +1,18 @@
-"""Over a real uvicorn server, a body over the limit gets its 413 and the server stays up.
+"""Over a real uvicorn server, a header or a body over its limit is refused; the server stays up.
 
 In-process tests cannot show what a real socket does when the service answers before it has
-read the whole body: the client must still receive the 413 problem (not a reset connection),
+read the whole request: an oversized header must be refused at once (it must not freeze the
+event loop), a body over the limit must still get its 413 problem (not a reset connection),
 whether the body announced its length or came chunked, and the next request must be served.
 """
 
 from __future__ import annotations
 
 import json
+import socket
+import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import httpx
 
@@ -41,3 +45,33 @@ def _chunks(body: bytes) -> Iterator[bytes]:
     """The body as a generator: httpx then sends it chunked, without a Content-Length."""
     for start in range(0, len(body), 65_536):
         yield body[start:start + 65_536]
+
+
+def _raw_request(server: Server, head: bytes, body: bytes = b"") -> int | str:
+    """Send ``head`` (and ``body``) on a fresh connection; the status, or ``"closed"``."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=20) as sock:
+        try:
+            sock.sendall(head + body)
+            answer = b""
+            while b"\r\n" not in answer:
+                chunk = sock.recv(65_536)
+                if not chunk:
+                    return "closed"
+                answer += chunk
+        except (ConnectionResetError, BrokenPipeError):
+            return "closed"
+    return int(answer.split(b" ", 2)[1])
+
+
+def test_an_oversized_header_is_refused_at_once(
+        tmp_path: Path, start_server: Callable[..., Server]) -> None:
+    server = start_server(sqlite_url(tmp_path / "sporal.db"))
+    large = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Filler: " + b"a" * 4_000_000 + b"\r\n\r\n"
+    started = time.perf_counter()
+    outcome = _raw_request(server, large)
+    elapsed = time.perf_counter() - started
+    assert outcome in (400, 431, "closed"), outcome
+    assert elapsed < 5.0, elapsed
+    # Headers of an ordinary size still pass, and the server still serves.
+    ordinary = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Filler: " + b"a" * 8_000 + b"\r\n\r\n"
+    assert _raw_request(server, ordinary) == 200

@@ -1,0 +1,72 @@
+"""SIGTERM stops a real server within its shutdown timeout, even with a request still running.
+
+A request waiting for the rest of its body, or stuck in a worker thread on a database lock,
+must not hold the process: after ``SPORAL_SHUTDOWN_TIMEOUT`` the server ends, committing
+nothing of the unfinished request.
+"""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+from tests.reliability.harness import Server, sqlite_url
+
+
+def test_sigterm_ends_a_request_waiting_for_its_body_after_the_shutdown_timeout(
+        tmp_path: Path, start_server: Callable[..., Server]) -> None:
+    server = start_server(sqlite_url(tmp_path / "sporal.db"),
+                          env={"SPORAL_SHUTDOWN_TIMEOUT": "1"})
+    with socket.create_connection(("127.0.0.1", server.port), timeout=20) as sock:
+        # Half a body: the request is running, waiting for the rest, which never comes.
+        sock.sendall(b"POST /projects HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 1000\r\n\r\n{\"name\": ")
+        _assert_stops_within(server, 8.0)
+
+
+def test_sigterm_ends_a_request_stuck_in_a_worker_thread_after_the_shutdown_timeout(
+        tmp_path: Path, start_server: Callable[..., Server]) -> None:
+    path = tmp_path / "sporal.db"
+    server = start_server(sqlite_url(path), env={"SPORAL_SHUTDOWN_TIMEOUT": "1",
+                                                 "SPORAL_SQLITE_BUSY_TIMEOUT_MS": "60000"})
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # the request's write now waits in its thread
+        outcome: list[object] = []
+
+        def post() -> None:
+            try:
+                outcome.append(httpx.post(f"{server.base_url}/projects", json={"name": "p"},
+                                          timeout=90).status_code)
+            except httpx.HTTPError as exc:
+                outcome.append(type(exc).__name__)
+
+        client = threading.Thread(target=post)
+        client.start()
+        time.sleep(1.0)  # let the request reach its write
+        assert not outcome, outcome
+        _assert_stops_within(server, 8.0)
+        client.join(10)
+        assert outcome and outcome[0] != 201, outcome  # nothing was committed
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def _assert_stops_within(server: Server, seconds: float) -> None:
+    assert server.process is not None
+    started = time.perf_counter()
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"the server still ran {seconds} s after SIGTERM:\n"
+                             f"{server.log_tail(20)}") from exc
+    assert time.perf_counter() - started < seconds
