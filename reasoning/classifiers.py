@@ -21,6 +21,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 __all__ = [
     "COMMITTEE_SIZE",
+    "FOREST_TREES",
     "Committee",
     "committee_votes",
     "make_probabilistic",
@@ -29,6 +30,10 @@ __all__ = [
 
 COMMITTEE_SIZE = 3
 """Members of the QBC committee, as in the paper."""
+
+FOREST_TREES = 200
+"""Trees of the paper's random forest: the simulation's evaluation model and the service's
+default prediction model."""
 
 
 def make_probabilistic(random_state: int | None = None) -> Pipeline:

@@ -51,7 +51,7 @@ from sklearn.ensemble import RandomForestClassifier
 
 from app.services.state import Pool, ProjectState, StateRegistry, TrainingKey
 from app.services.workers import exit_now, watch_parent
-from reasoning.classifiers import make_probabilistic, positive_proba
+from reasoning.classifiers import FOREST_TREES, make_probabilistic, positive_proba
 from reasoning.strategies import ModelOutputs, Strategy, fit_model, model_inputs, model_outputs
 
 __all__ = [
@@ -66,7 +66,6 @@ __all__ = [
 
 logger = logging.getLogger("sporal")
 
-FOREST_TREES = 200
 RANDOM_STATE = 0  # models are deterministic given the labels: answers repeat across processes
 TRAINER_NICE = 10
 MIN_ROWS = 2  # labeled pairs below which no model is fitted (p = 0.5)

@@ -40,7 +40,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import train_test_split
 
 from reasoning import report
-from reasoning.classifiers import positive_proba
+from reasoning.classifiers import FOREST_TREES, positive_proba
 from reasoning.closure import Closure
 from reasoning.data import Domain
 from reasoning.simulation.loop import SEED_QUERIES, Asking, Chooser, Question, ask_by_strategy
@@ -67,9 +67,6 @@ __all__ = [
     "simulate_auc",
     "split_pool",
 ]
-
-FOREST_TREES = 200
-"""Trees of the evaluation random forest (the paper's 200)."""
 
 
 @dataclass(frozen=True)
