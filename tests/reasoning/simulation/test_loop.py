@@ -13,7 +13,7 @@ from reasoning.simulation.loop import Asking, Chooser, ask_by_strategy
 from reasoning.simulation.oracle import TruthOracle
 from reasoning.simulation.runs import QUESTION_FIELDS
 from reasoning.strategies import get_strategy
-from tests.reasoning.test_coverage import tiny, write_domain
+from tests.reasoning.simulation.test_coverage import tiny, write_domain
 
 
 class RecordingOracle:
