@@ -16,6 +16,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from models import NAME_LENGTH
 
 __all__ = [
+    "AnnotatorCounts",
+    "AnnotatorPage",
     "MAX_FEATURES",
     "MAX_ITEMS",
     "MAX_LIMIT",
@@ -529,3 +531,15 @@ class ConceptsMerged(BaseModel):
         "between the two.")
     pool_pairs_moved: int
     pool_pairs_dropped: int
+
+
+class AnnotatorCounts(BaseModel):
+    annotator: str | None = Field(description="null: labels posted without an annotator.")
+    answered: int = Field(description="accepted + retracted + refused.")
+    accepted: int = Field(description="Labels asserted and still live.")
+    retracted: int = Field(description="Labels asserted, retracted since.")
+    refused: int = Field(description="Answers refused as contradictions (409).")
+
+
+class AnnotatorPage(BaseModel):
+    items: list[AnnotatorCounts]

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.schemas import AnnotatorCounts, AnnotatorPage
 from models import AssertedLabel, RefusedAnswer, utcnow
 
 __all__ = ["annotator_counts", "record_refusal"]
@@ -25,8 +26,8 @@ def record_refusal(session: Session, project_id: int, a_id: int, b_id: int, posi
                               annotator=annotator, created_at=utcnow()))
 
 
-def annotator_counts(session: Session, project_id: int) -> list[dict[str, Any]]:
-    """``{"annotator", "answered", "accepted", "retracted", "refused"}`` per annotator, by name.
+def annotator_counts(session: Session, project_id: int) -> AnnotatorPage:
+    """The counts of every annotator of the project, by name.
 
     ``answered`` = ``accepted`` (live labels) + ``retracted`` + ``refused``; labels posted
     without an annotator count under ``None`` (listed last).
@@ -50,4 +51,5 @@ def annotator_counts(session: Session, project_id: int) -> list[dict[str, Any]]:
         row(name)["refused"] = refused
     for item in counts.values():
         item["answered"] = item["accepted"] + item["retracted"] + item["refused"]
-    return sorted(counts.values(), key=lambda c: (c["annotator"] is None, c["annotator"] or ""))
+    ordered = sorted(counts.values(), key=lambda c: (c["annotator"] is None, c["annotator"] or ""))
+    return AnnotatorPage(items=[AnnotatorCounts(**item) for item in ordered])
