@@ -150,7 +150,7 @@ def _full_round(
 
 # --------------------------------------------------------------------------- gains
 def _undecided(closure: Closure, pairs: np.ndarray) -> np.ndarray:
-    return pairs[closure.values(pairs[:, 0], pairs[:, 1]) == -1]
+    return pairs[closure.values_by_index(pairs[:, 0], pairs[:, 1]) == -1]
 
 
 def _time_core_gains(closure: Closure, pool: Pool, repeats: int) -> tuple[np.ndarray, float, tuple]:

@@ -229,8 +229,8 @@ class Closure:
     A concept is addressed two ways: by the concept itself (the hashable given here, e.g. a
     name or a database id: :meth:`status`, :meth:`add_label`, :meth:`proof`) or by its
     *index*, its position in :attr:`concepts` (:meth:`index` maps one to the other). Only the
-    array queries go by index (:meth:`values`, :meth:`matrices`, :meth:`relation`), so that a
-    whole pool is read without a dictionary look-up per pair.
+    array queries go by index (:meth:`values_by_index`, :meth:`matrices`, :meth:`relation`),
+    so that a whole pool is read without a dictionary look-up per pair.
 
     Examples
     --------
@@ -323,12 +323,12 @@ class Closure:
     def status(self, a: Concept, b: Concept) -> Status:
         """Whether ``(a, b)`` is positive, negative or undecided, and whether it was asserted.
 
-        ``a`` and ``b`` are concepts (as given to the closure), not indices; :meth:`values`
-        reads many pairs by index."""
+        ``a`` and ``b`` are concepts (as given to the closure), not indices;
+        :meth:`values_by_index` reads many pairs by index."""
         i, j = self._pair(a, b)
         return Status(self._value(i, j), (i, j) in self._asserted)
 
-    def values(self, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
+    def values_by_index(self, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
         """Values of the index pairs ``(ia[k], ib[k])``: 1 positive, 0 negative, -1 undecided.
 
         ``ia`` and ``ib`` are concept *indices* (positions in :attr:`concepts`), not

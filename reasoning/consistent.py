@@ -76,7 +76,7 @@ def soft_probabilities(closure: Closure, pool, proba, *, blend: float = 0.5) -> 
     """
     pool = np.asarray(pool, dtype=np.int64).reshape(-1, 2)
     proba = np.asarray(proba, dtype=np.float64)
-    values = closure.values(pool[:, 0], pool[:, 1])
+    values = closure.values_by_index(pool[:, 0], pool[:, 1])
     out = np.where(values == 1, 1.0, np.where(values == 0, 0.0, proba))
     undecided = values < 0
     n = closure.n
@@ -127,7 +127,7 @@ def consistent_map(closure: Closure, pool, proba, *, blend: float = 0.5,
     """
     pool = np.asarray(pool, dtype=np.int64).reshape(-1, 2)
     proba = np.asarray(proba, dtype=np.float64)
-    values = closure.values(pool[:, 0], pool[:, 1])
+    values = closure.values_by_index(pool[:, 0], pool[:, 1])
     asserted = {(closure.index(lab.a), closure.index(lab.b))
                 for lab in closure.asserted_labels()}
     source = np.array([0 if (a, b) in asserted else 1 for a, b in pool.tolist()],
@@ -145,7 +145,7 @@ def consistent_map(closure: Closure, pool, proba, *, blend: float = 0.5,
         a, b = names[pool[row, 0]], names[pool[row, 1]]
         if completed.status(a, b).value is None:
             completed.add_label(a, b, bool(score[row] >= 0.5))
-    final = completed.values(pool[open_rows, 0], pool[open_rows, 1]) == 1
+    final = completed.values_by_index(pool[open_rows, 0], pool[open_rows, 1]) == 1
     own = score[open_rows] >= 0.5
     label[open_rows] = final
     source[open_rows] = np.where(final == own, 2, 3)

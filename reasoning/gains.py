@@ -143,7 +143,7 @@ def candidate_gains(
     pool = np.asarray(pool, dtype=np.int64).reshape(-1, 2)
     if len(candidates) == 0:
         return np.zeros(0), np.zeros(0)
-    undecided = closure.values(pool[:, 0], pool[:, 1]) == -1
+    undecided = closure.values_by_index(pool[:, 0], pool[:, 1]) == -1
     pool = pool[undecided]
     wp = np.asarray(wp, dtype=np.float64)[undecided]
     wn = np.asarray(wn, dtype=np.float64)[undecided]

@@ -204,7 +204,7 @@ class ProjectState:
         if not len(self.pool):
             return np.zeros(0, dtype=np.int8)
         index = self.pool_index()
-        return closure.values(index[:, 0], index[:, 1])
+        return closure.values_by_index(index[:, 0], index[:, 1])
 
     def add_label(self, a_id: int, b_id: int, positive: bool) -> Update:
         """Apply one label to the closure and the pool values; raises ContradictionError."""

@@ -148,7 +148,7 @@ def _aucs(forest_trees: int, forest_seed: int, X_lab: np.ndarray, y_lab: np.ndar
     from reasoning.consistent import consistent_map
 
     pairs = np.concatenate([pool, test_pairs])
-    values = closure.values(pairs[:, 0], pairs[:, 1])
+    values = closure.values_by_index(pairs[:, 0], pairs[:, 1])
     proba = np.full(len(pairs), 0.5)
     open_rows = np.flatnonzero(values < 0)
     if len(open_rows) and len(np.unique(y_lab)) == 2:

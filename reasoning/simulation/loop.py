@@ -80,7 +80,7 @@ class Asking:
             start = time.perf_counter()
             self.closure.add_label(a, b, answer)
             self.closure_seconds += time.perf_counter() - start
-            self.values = self.closure.values(self.pool[:, 0], self.pool[:, 1])
+            self.values = self.closure.values_by_index(self.pool[:, 0], self.pool[:, 1])
         self.decided.append(int((self.values >= 0).sum()))
 
     def known(self, strategy: Strategy) -> np.ndarray:

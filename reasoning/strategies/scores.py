@@ -134,7 +134,7 @@ def path_free(closure: Closure, pool, proba, candidates: np.ndarray,
         return np.zeros(0)
     n = closure.n
     if values is None:
-        values = closure.values(pool[:, 0], pool[:, 1])
+        values = closure.values_by_index(pool[:, 0], pool[:, 1])
     a, b = pool[candidates, 0], pool[candidates, 1]
     # only the undecided pool pairs in a candidate's row or column are ever read
     in_row, in_col = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
@@ -155,14 +155,14 @@ def path_free(closure: Closure, pool, proba, candidates: np.ndarray,
     at = np.repeat(np.arange(len(take)), np.diff(rows.indptr))
     c, bb = rows.indices.astype(np.int64), tb[at]
     if len(c):
-        q_cb = np.where(closure.values(c, bb) == 1, 1.0, np.asarray(u[c, bb]).ravel())
+        q_cb = np.where(closure.values_by_index(c, bb) == 1, 1.0, np.asarray(u[c, bb]).ravel())
         np.add.at(logs, at, np.log1p(-np.minimum(rows.data * q_cb, 1.0 - 1e-12)))
     # c with (c, b) undecided and (a, c) decided: q(a, c) is 1 or 0 (the rest is counted above)
     cols = ut[tb]
     at = np.repeat(np.arange(len(take)), np.diff(cols.indptr))
     c, aa = cols.indices.astype(np.int64), ta[at]
     if len(c):
-        q_ac = (closure.values(aa, c) == 1).astype(np.float64)
+        q_ac = (closure.values_by_index(aa, c) == 1).astype(np.float64)
         np.add.at(logs, at, np.log1p(-np.minimum(cols.data * q_ac, 1.0 - 1e-12)))
     out = np.zeros(len(candidates))
     out[take] = np.exp(logs)

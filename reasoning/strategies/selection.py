@@ -51,7 +51,7 @@ def score_candidates(strategy: Strategy, *, closure: Closure | None, pool, X, ca
     mask = np.asarray(candidates, dtype=bool).copy()
     values = None
     if closure is not None and strategy.uses_closure:
-        values = closure.values(pool[:, 0], pool[:, 1])
+        values = closure.values_by_index(pool[:, 0], pool[:, 1])
         mask &= values < 0  # never ask what the closure knows
     rows = np.flatnonzero(mask)
     if len(rows) == 0:

@@ -349,7 +349,7 @@ def test_sparse_relations_follow_every_label_row_by_row(case, rng):
         ia, ib = np.array(pairs).T
         expected = [-1 if closure.status(a, b).value is None else int(closure.status(a, b).value)
                     for a, b in pairs]
-        assert closure.values(ia, ib).tolist() == expected
+        assert closure.values_by_index(ia, ib).tolist() == expected
 
 
 def test_values_of_a_large_closure_read_the_sparse_rows():
@@ -367,5 +367,5 @@ def test_values_of_a_large_closure_read_the_sparse_rows():
     ia, ib = np.array(pairs).T
     expected = [-1 if closure.status(a, b).value is None else int(closure.status(a, b).value)
                 for a, b in pairs]
-    assert closure.values(ia, ib).tolist() == expected
+    assert closure.values_by_index(ia, ib).tolist() == expected
     assert {0, 1} <= set(expected)

@@ -35,7 +35,7 @@ def random_case(seed: int):
 @given(st.integers(0, 100_000), st.booleans())
 def test_the_map_is_a_strict_order_extending_the_closure_by_the_brute_force_fixpoint(seed, soft):
     n, closure, pool, proba = random_case(seed)
-    before = closure.values(pool[:, 0], pool[:, 1])
+    before = closure.values_by_index(pool[:, 0], pool[:, 1])
     result = consistent_map(closure, pool, proba, soft=soft)
     label = result.probability >= 0.5
     assert label.tolist() == result.label.tolist()
@@ -58,7 +58,7 @@ def test_the_map_is_a_strict_order_extending_the_closure_by_the_brute_force_fixp
             assert name in ("predicted", "forced")
         else:
             assert name == ("asserted" if (a, b) in asserted else "inferred")
-    assert closure.values(pool[:, 0], pool[:, 1]).tolist() == before.tolist()  # unchanged
+    assert closure.values_by_index(pool[:, 0], pool[:, 1]).tolist() == before.tolist()  # unchanged
 
 
 @settings(max_examples=40, deadline=None)

@@ -33,7 +33,7 @@ from tests.reasoning.test_strategies import FixedProbabilities, brute_gains, ran
 
 def brute_path_free(closure: Closure, pool, p, a, b) -> float:
     positive, _ = closure.matrices()
-    values = closure.values(pool[:, 0], pool[:, 1])
+    values = closure.values_by_index(pool[:, 0], pool[:, 1])
     q = positive.astype(float)
     for row, (x, y) in enumerate(pool.tolist()):
         if values[row] < 0:
@@ -48,7 +48,7 @@ def brute_path_free(closure: Closure, pool, p, a, b) -> float:
 @given(st.integers(0, 10_000))
 def test_path_free_is_the_product_over_every_intermediate_concept(seed):
     closure, pool, p, _ = random_case(seed)
-    rows = np.flatnonzero(closure.values(pool[:, 0], pool[:, 1]) < 0)
+    rows = np.flatnonzero(closure.values_by_index(pool[:, 0], pool[:, 1]) < 0)
     got = path_free(closure, pool, p[:, 0], rows)
     for i, row in enumerate(rows.tolist()):
         a, b = pool[row]
@@ -168,7 +168,7 @@ def test_path_free_reads_a_large_closure_sparsely_and_agrees():
     closure.add_label(3, 4, False)
     pool = np.array([(a, b) for a in range(9) for b in range(9) if a != b])
     p = rng.random(len(pool))
-    rows = np.flatnonzero(closure.values(pool[:, 0], pool[:, 1]) < 0)
+    rows = np.flatnonzero(closure.values_by_index(pool[:, 0], pool[:, 1]) < 0)
     got = path_free(closure, pool, p, rows)
     for i, row in enumerate(rows.tolist()):
         a, b = pool[row]

@@ -36,7 +36,7 @@ def test_gain_of_every_candidate_equals_adding_the_label_to_a_copy(case, seed, s
     pool = np.array(rng.sample(pairs, rng.randint(1, len(pairs))))
     wp = np.array([rng.choice([0.0, 0.25, 1.0, 2.5]) for _ in pool])
     wn = np.array([rng.choice([0.0, 0.5, 1.0, 3.0]) for _ in pool])
-    undecided = closure.values(pool[:, 0], pool[:, 1]) == -1
+    undecided = closure.values_by_index(pool[:, 0], pool[:, 1]) == -1
     candidates = pool[undecided]
     weight = {}
     for (u, v), p, q in zip(pool.tolist(), wp, wn, strict=True):

@@ -259,12 +259,12 @@ def random_case(seed: int, n: int = 6):
 
 def brute_gains(closure: Closure, pool, wp, wn, a, b):
     """Add each answer to a copy and weigh the pool pairs it newly decides."""
-    before = closure.values(pool[:, 0], pool[:, 1])
+    before = closure.values_by_index(pool[:, 0], pool[:, 1])
     out = []
     for answer in (True, False):
         copy = closure.copy()
         copy.add_label(int(a), int(b), answer)
-        after = copy.values(pool[:, 0], pool[:, 1])
+        after = copy.values_by_index(pool[:, 0], pool[:, 1])
         new = (before < 0) & (after >= 0)
         out.append(float(np.sum(np.where(after == 1, wp, wn)[new])))
     return out
@@ -274,7 +274,7 @@ def brute_gains(closure: Closure, pool, wp, wn, a, b):
 @given(st.integers(0, 10_000))
 def test_r_plus_scores_equal_adding_each_answer_to_a_copy_and_counting(seed):
     closure, pool, p, votes = random_case(seed)
-    undecided = closure.values(pool[:, 0], pool[:, 1]) < 0
+    undecided = closure.values_by_index(pool[:, 0], pool[:, 1]) < 0
     cases = {"CNT": (np.zeros_like(p), None, np.ones(len(pool)), np.ones(len(pool))),
              "LC-R+": (p, FixedProbabilities(), 1 - p[:, 0], p[:, 0]),
              "QBC-R+": (votes, FixedVotes(), 3.0 - votes.sum(1), votes.sum(1).astype(float))}
@@ -306,7 +306,7 @@ def test_a_batch_never_holds_two_pairs_that_decide_each_other(seed, k, strategy)
     closure, pool, _, _ = random_case(seed)
     chosen = select(get_strategy(strategy), closure=closure, pool=pool, X=np.zeros((len(pool), 1)),
                     candidates=np.ones(len(pool), bool), k=k, random_state=seed)
-    n_open = int((closure.values(pool[:, 0], pool[:, 1]) < 0).sum())
+    n_open = int((closure.values_by_index(pool[:, 0], pool[:, 1]) < 0).sum())
     assert 1 <= len(chosen.rows) <= k if n_open else len(chosen.rows) == 0
     for i, j in itertools.permutations(chosen.rows, 2):
         assert not decides(closure, pool[i], pool[j])
@@ -316,7 +316,7 @@ def test_a_batch_never_holds_two_pairs_that_decide_each_other(seed, k, strategy)
 @given(st.integers(0, 10_000))
 def test_entangled_agrees_with_adding_answers_to_a_copy(seed):
     closure, pool, _, _ = random_case(seed)
-    open_rows = pool[closure.values(pool[:, 0], pool[:, 1]) < 0]
+    open_rows = pool[closure.values_by_index(pool[:, 0], pool[:, 1]) < 0]
     for pair in open_rows:
         expected = [decides(closure, pair, other) or decides(closure, other, pair)
                     for other in open_rows]

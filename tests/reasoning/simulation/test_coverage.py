@@ -43,7 +43,7 @@ def test_cover_pairs_are_the_transitive_reduction_and_decide_every_positive(seed
     assert len(covers) == reduction_size(pairs, truth)
     assert truth[covers].all()
     closure = Closure.from_labels([(int(a), int(b), True) for a, b in pairs[covers]], range(n))
-    assert (closure.values(pairs[truth, 0], pairs[truth, 1]) == 1).all()
+    assert (closure.values_by_index(pairs[truth, 0], pairs[truth, 1]) == 1).all()
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -81,7 +81,7 @@ def test_every_strategy_of_a_repeat_starts_from_the_same_seed_questions():
     seeds = coverage_seeds(len(pairs), seed=0, repeat=0, seed_queries=6)
     closure = Closure.from_labels([(int(a), int(b), bool(t)) for (a, b), t
                                    in zip(pairs[seeds], truth[seeds], strict=True)], range(n))
-    after_seeds = int((closure.values(pairs[:, 0], pairs[:, 1]) >= 0).sum())
+    after_seeds = int((closure.values_by_index(pairs[:, 0], pairs[:, 1]) >= 0).sum())
     for strategy in ("CNT", "LC-R+"):
         decided = run_coverage(pairs, X, truth, n, strategy, seed_queries=6)
         assert decided[5] == after_seeds
