@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -48,6 +48,7 @@ from app.services.labels.proofs import pair_problem
 from app.services.labels.writing import CANONICAL_MIN
 from app.services.pairs import add_pairs
 from app.services.unit import ProjectView, ProjectWork
+from app.settings import Settings
 from models import Project
 from reasoning.closure import Closure, ContradictionError, Label
 from reasoning.data import load_domain
@@ -56,6 +57,7 @@ __all__ = [
     "BATCH",
     "MAX_LISTED_ERRORS",
     "ImportSummary",
+    "InputLimits",
     "PairRef",
     "Progress",
     "ProjectSettings",
@@ -64,11 +66,13 @@ __all__ = [
     "TextRecord",
     "al_cpl_records",
     "al_cpl_source",
+    "bounded_lines",
     "csv_records",
     "file_source",
     "import_source",
     "jsonl_records",
     "record_json",
+    "too_deep",
     "validate",
 ]
 
@@ -176,19 +180,97 @@ def _refuse_constant(name: str) -> float:
 
 
 # ---------------------------------------------------------------------------- parsers
-def jsonl_records(lines: Iterable[bytes]) -> Parsed:
-    """The records of a JSON Lines byte stream, one per non-blank line."""
+@dataclass(frozen=True)
+class InputLimits:
+    """What one line of a file may hold, checked before it is parsed (docs/formats.md)."""
+
+    line_bytes: int = 16 * 1024 * 1024
+    depth: int = 64
+
+    @classmethod
+    def of(cls, settings: Settings) -> InputLimits:
+        return cls(settings.max_import_line_bytes, settings.max_import_depth)
+
+
+_SKIP = 1024 * 1024
+
+
+def bounded_lines(handle: IO[bytes], cap: int) -> Iterator[bytes | None]:
+    """Each line of ``handle`` (its newline included), or None for a line over ``cap`` bytes.
+
+    A long line is never held whole: its first ``cap + 1`` bytes tell, the rest is read in
+    chunks and dropped, so the next line keeps its number.
+    """
+    while raw := handle.readline(cap + 1):
+        if len(raw) <= cap:
+            yield raw
+            continue
+        while not raw.endswith(b"\n") and (raw := handle.readline(_SKIP)):
+            pass
+        yield None
+
+
+_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[{\]}]')
+
+
+def too_deep(raw: bytes, limit: int) -> bool:
+    """Whether the JSON text ``raw`` nests arrays and objects deeper than ``limit``.
+
+    Brackets inside strings do not count; a line with few brackets is not scanned at all.
+    """
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    depth = 0
+    for match in _TOKENS.finditer(raw):
+        token = match.group()
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in (b"]", b"}"):
+            depth -= 1
+    return False
+
+
+def _too_long(limits: InputLimits) -> str:
+    return f"longer than {limits.line_bytes} bytes (SPORAL_MAX_IMPORT_LINE_BYTES)"
+
+
+def _json_value(line: int, raw: bytes, limits: InputLimits) -> Any:
+    """The JSON value of one line, or a :class:`_BadLine` saying why not."""
+    if too_deep(raw, limits.depth):
+        return _BadLine(line, f"nested deeper than {limits.depth} (SPORAL_MAX_IMPORT_DEPTH)")
+    try:
+        return json.loads(raw.decode("utf-8-sig" if line == 1 else "utf-8"),
+                          parse_constant=_refuse_constant)
+    except UnicodeDecodeError as exc:
+        return _BadLine(line, f"not UTF-8: {exc.reason} at byte {exc.start}")
+    except ValueError as exc:
+        return _BadLine(line, f"not JSON: {exc}")
+    except RecursionError:  # deeper than the interpreter allows, under the limit set
+        return _BadLine(line, "nested too deep")
+
+
+class _BadLine(Exception):
+    """A line that cannot be read: its number and why."""
+
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(reason)
+        self.line, self.reason = line, reason
+
+
+def jsonl_records(lines: Iterable[bytes | None], limits: InputLimits = InputLimits()) -> Parsed:
+    """The records of a JSON Lines byte stream, one per non-blank line (None: a line over
+    the length cap, from :func:`bounded_lines`)."""
     for line, raw in enumerate(lines, start=1):
+        if raw is None:
+            yield line, _too_long(limits)
+            continue
         if not raw.strip():
             continue
-        try:
-            value = json.loads(raw.decode("utf-8-sig" if line == 1 else "utf-8"),
-                               parse_constant=_refuse_constant)
-        except UnicodeDecodeError as exc:
-            yield line, f"not UTF-8: {exc.reason} at byte {exc.start}"
-            continue
-        except ValueError as exc:
-            yield line, f"not JSON: {exc}"
+        value = _json_value(line, raw, limits)
+        if isinstance(value, _BadLine):
+            yield line, value.reason
             continue
         if not isinstance(value, dict) or not isinstance(value.get("kind"), str):
             yield line, 'want a JSON object with a "kind"'
@@ -230,51 +312,59 @@ def _csv_item(kind: Kind, header: list[str], row: list[str]) -> Item | str:
     return _item(kind, fields)
 
 
-def csv_records(text: Iterable[str]) -> Parsed:
-    """The records of a CSV text stream (opened with ``newline=""``); the header names them."""
-    reader = csv.reader(iter(text))
-    first = 1
-    try:
-        header = next(reader)
-    except StopIteration:
-        return
-    except (csv.Error, UnicodeDecodeError) as exc:
-        yield 1, f"not CSV: {exc}"
-        return
-    kind = _csv_kind([h.lstrip("\ufeff") for h in header])
-    if isinstance(kind, str):
-        yield 1, kind
-        return
-    first = reader.line_num + 1
-    while True:
+def _csv_text(lines: Iterable[bytes | None], limits: InputLimits) -> Iterator[str]:
+    """The physical lines decoded one by one, so that an error names its own line."""
+    for line, raw in enumerate(lines, start=1):
+        if raw is None:
+            raise _BadLine(line, _too_long(limits))
         try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except (csv.Error, UnicodeDecodeError) as exc:
-            yield first, f"not CSV: {exc}"
-            return
-        line, first = first, reader.line_num + 1
-        if not row:
-            continue
-        item = _csv_item(kind[0], kind[1], row)
-        yield (line, item) if isinstance(item, str) else (line, Record(line, kind[0], item))
+            yield raw.decode("utf-8-sig" if line == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise _BadLine(line, f"not UTF-8: {exc.reason} at byte {exc.start}") from None
+
+
+def csv_records(lines: Iterable[bytes | None], limits: InputLimits = InputLimits()) -> Parsed:
+    """The records of a CSV byte stream (physical lines, as :func:`bounded_lines` gives
+    them); the header names them. A line that cannot be read ends the file there."""
+    reader = csv.reader(_csv_text(lines, limits))
+    first = 1
+    kind: tuple[Kind, list[str]] | str = "no header"
+    try:
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                yield first, f"not CSV: {exc}"
+                return
+            line, first = first, reader.line_num + 1
+            if line == 1:
+                kind = _csv_kind([h.lstrip("\ufeff") for h in row])
+                if isinstance(kind, str):
+                    yield 1, kind
+                    return
+                continue
+            if not row or isinstance(kind, str):
+                continue
+            item = _csv_item(kind[0], kind[1], row)
+            yield (line, item) if isinstance(item, str) else (line, Record(line, kind[0], item))
+    except _BadLine as bad:
+        yield bad.line, bad.reason
 
 
 def file_source(open_file: Callable[[], AbstractContextManager[IO[bytes]]],
-                fmt: Literal["csv", "jsonl"]) -> Source:
-    """A source reading a binary file from its start on each pass (``open_file`` opens it)."""
+                fmt: Literal["csv", "jsonl"], limits: InputLimits = InputLimits()) -> Source:
+    """A source reading a binary file from its start on each pass (``open_file`` opens it);
+    no line over ``limits.line_bytes`` is read whole."""
 
     def records() -> Parsed:
         with open_file() as handle:
+            lines = bounded_lines(handle, limits.line_bytes)
             if fmt == "jsonl":
-                yield from jsonl_records(handle)
+                yield from jsonl_records(lines, limits)
             else:
-                text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
-                try:
-                    yield from csv_records(text)
-                finally:
-                    text.detach()
+                yield from csv_records(lines, limits)
 
     return records
 
