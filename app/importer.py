@@ -115,6 +115,7 @@ def import_local(settings: Settings, project: str, source: Source
     """
     from app.db import migrate
     from app.runtime import Runtime
+    from app.services.staging import StagePolicy
     from app.services.unit import ProjectWork
 
     migrate(settings.database_url)
@@ -129,7 +130,8 @@ def import_local(settings: Settings, project: str, source: Source
                     bar.update(done)
 
                 try:
-                    summary = import_source(work, source, progress=progress)
+                    summary = import_source(work, source, progress=progress,
+                                            policy=StagePolicy.of(settings))
                 except ServiceError as exc:
                     raise ImportFailed(_describe(exc)) from exc
     finally:

@@ -70,6 +70,15 @@ class Settings(BaseSettings):
         "once, all together: an import that would pass it is refused (503 with Retry-After) "
         "before the rest of its body is read."
     )
+    import_stage_labels: int = Field(
+        default=10_000, ge=1, description="An import with at least this many labels, all after "
+        "its other records and without retractions, stages them in short write transactions "
+        "and switches them in at the end in one; smaller imports are one write transaction."
+    )
+    import_stage_timeout: float = Field(
+        default=600.0, gt=0, description="A staged import that has written nothing for this "
+        "long is dead (its process was killed): the next staged import deletes its rows."
+    )
     sqlite_busy_timeout_ms: int = Field(
         default=30_000, ge=0, description="How long a SQLite writer waits for the write lock."
     )

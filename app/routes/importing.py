@@ -21,6 +21,7 @@ from app.routes.common import StrictJSONRoute, get_runtime, problem_responses
 from app.runtime import Runtime
 from app.security import ProjectIdPath, ProjectKeyDep
 from app.services.importing import ImportSummary, InputLimits, file_source, import_source
+from app.services.staging import StagePolicy
 from app.services.unit import ProjectWork
 
 __all__ = ["router", "IMPORT_PATH"]
@@ -49,7 +50,8 @@ def _import_spooled(runtime: Runtime, project_id: int, spool: IO[bytes],
 
     limits = InputLimits.of(runtime.settings)
     with runtime.open(ProjectWork, project_id) as work:
-        return import_source(work, file_source(reopen, fmt, limits))
+        return import_source(work, file_source(reopen, fmt, limits),
+                             policy=StagePolicy.of(runtime.settings))
 
 
 class SpoolBudget:

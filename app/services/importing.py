@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -47,6 +48,7 @@ from app.services.labels import Refused, post_bulk, retract_label
 from app.services.labels.proofs import pair_problem
 from app.services.labels.writing import CANONICAL_MIN
 from app.services.pairs import add_pairs
+from app.services.staging import LabelStage, StagedLine, StagePolicy
 from app.services.unit import ProjectView, ProjectWork
 from app.settings import Settings
 from models import Project
@@ -433,7 +435,12 @@ class _Validator:
         self.count = 0
         self.records = 0
         self.seen_project = False
-        self.pending: list[tuple[int, LabelIn]] = []  # a run of labels, checked together
+        # a run of labels, checked together: (line, a, b, positive), names as in self.names
+        self.pending: list[tuple[int, str, str, bool]] = []
+        self.names: dict[str, str] = {}  # one object per name, however many lines use it
+        self.labels = 0
+        self.labels_last = True  # no record but labels after the first label
+        self.retracts = 0
 
     def fail(self, line: int, reason: str) -> None:
         self.count += 1
@@ -482,7 +489,7 @@ class _Validator:
         if isinstance(item, PairIn):
             return self.pair(item)
         if isinstance(item, LabelIn):
-            return self.label(item)
+            return self.label(item.a, item.b, item.positive)
         return self.retract(item)
 
     def mode(self, computed: bool) -> str | None:
@@ -516,13 +523,13 @@ class _Validator:
             self.pool_digest[(item.a, item.b)] = digest
         return None
 
-    def label(self, item: LabelIn) -> str | None:
-        a, b = self.key(item.a), self.key(item.b)
+    def label(self, a_name: str, b_name: str, positive: bool) -> str | None:
+        a, b = self.key(a_name), self.key(b_name)
         status = self.closure.status(a, b)
-        if status.asserted and status.value == item.positive:
+        if status.asserted and status.value == positive:
             return None
         try:
-            self.closure.add_label(a, b, item.positive)
+            self.closure.add_label(a, b, positive)
         except ContradictionError as exc:
             name: dict[Any, str] = self.state.name_of
             cited = ", ".join(
@@ -542,8 +549,8 @@ class _Validator:
         pending, self.pending = self.pending, []
         if len(pending) >= CANONICAL_MIN:
             labels = self.closure.asserted_labels()
-            labels += [Label(self.key(item.a), self.key(item.b), item.positive)
-                       for _, item in pending]
+            labels += [Label(self.key(a), self.key(b), positive)
+                       for _, a, b, positive in pending]
             seen: dict[tuple[Any, Any], bool] = {}
             if all(seen.setdefault((lab.a, lab.b), lab.positive) == lab.positive
                    for lab in labels):
@@ -552,13 +559,14 @@ class _Validator:
                     self.closure = closed
                     self.live.update((lab.a, lab.b) for lab in labels)
                     return
-        for line, item in pending:
-            reason = self.label(item)
+        for line, a, b, positive in pending:
+            reason = self.label(a, b, positive)
             if reason is not None:
                 self.fail(line, reason)
 
     def retract(self, item: PairRef) -> str | None:
         self.flush()
+        self.retracts += 1
         a, b = self.key(item.a), self.key(item.b)
         if (a, b) not in self.live:
             return "no live label on this pair to retract"
@@ -571,8 +579,13 @@ class _Validator:
             self.records += 1
             if not isinstance(parsed, str) and isinstance(parsed.item, LabelIn) \
                     and pair_problem(self, parsed.item.a, parsed.item.b) is None:
-                self.pending.append((line, parsed.item))
+                item = parsed.item
+                self.labels += 1
+                self.pending.append((line, self.names.setdefault(item.a, item.a),
+                                     self.names.setdefault(item.b, item.b), item.positive))
                 continue
+            if self.labels:
+                self.labels_last = False
             self.flush()  # errors come out in the order of their lines
             if isinstance(parsed, str):
                 self.fail(line, parsed)
@@ -583,12 +596,7 @@ class _Validator:
         self.flush()
 
 
-def validate(view: ProjectView, source: Source) -> int:
-    """Check every record of ``source`` against the project; the number of records.
-
-    Raises :class:`InvalidItems` listing each bad line (``{"line", "reason"}``, the first
-    :data:`MAX_LISTED_ERRORS`); the project is not changed either way.
-    """
+def _validated(view: ProjectView, source: Source) -> _Validator:
     checker = _Validator(view)
     view.session.rollback()  # no read transaction stays open during a long validation
     checker.run(source)
@@ -596,7 +604,16 @@ def validate(view: ProjectView, source: Source) -> int:
         error = InvalidItems(checker.errors, "lines of the file")
         error.members["invalid_lines"] = checker.count
         raise error
-    return checker.records
+    return checker
+
+
+def validate(view: ProjectView, source: Source) -> int:
+    """Check every record of ``source`` against the project; the number of records.
+
+    Raises :class:`InvalidItems` listing each bad line (``{"line", "reason"}``, the first
+    :data:`MAX_LISTED_ERRORS`); the project is not changed either way.
+    """
+    return _validated(view, source).records
 
 
 # ---------------------------------------------------------------------------- writing
@@ -635,7 +652,8 @@ def _write_batch(work: ProjectWork, kind: Kind, items: list[Any], summary: Impor
         plan, _ = change_corpus(work, add_links=[(item.source, item.target) for item in items])
         summary.links_created += len(plan.links_added)
     elif kind == "label":
-        written = post_bulk(work, BulkLabels(labels=items))
+        # a run has no length limit: no request made it (validated record by record)
+        written = post_bulk(work, BulkLabels.model_construct(labels=items))
         if isinstance(written, Refused):  # validated, unless labels changed since
             raise written.error
         summary.labels_created += written.answer.created
@@ -656,23 +674,23 @@ Progress = Callable[[int, int], None]
 """Called after each batch written with ``(records in the batch, records in the file)``."""
 
 
-def _write(work: ProjectWork, source: Source, total: int, progress: Progress | None
-           ) -> ImportSummary:
-    summary = ImportSummary()
+def _write(work: ProjectWork, records: Iterable[Record], total: int,
+           progress: Progress | None, summary: ImportSummary | None = None) -> ImportSummary:
+    """Write ``records`` in file order, through the services, batch by batch."""
+    summary = summary or ImportSummary()
     kind: Kind | None = None
     batch: list[Any] = []
-    for _, parsed in source():
-        assert isinstance(parsed, Record)  # validated
+    for record in records:
         summary.records += 1
-        if batch and (parsed.kind != kind or (len(batch) >= BATCH and kind != "label")
-                      or (kind == "label" and _batch(parsed.item) != _batch(batch[0]))):
+        if batch and (record.kind != kind or (len(batch) >= BATCH and kind != "label")
+                      or (kind == "label" and _batch(record.item) != _batch(batch[0]))):
             assert kind is not None
             _write_batch(work, kind, batch, summary)
             if progress is not None:
                 progress(len(batch), total)
             batch = []
-        kind = parsed.kind
-        batch.append(parsed.item)
+        kind = record.kind
+        batch.append(record.item)
     if batch and kind is not None:
         _write_batch(work, kind, batch, summary)
         if progress is not None:
@@ -680,13 +698,74 @@ def _write(work: ProjectWork, source: Source, total: int, progress: Progress | N
     return summary
 
 
-def import_source(work: ProjectWork, source: Source, *,
-                  progress: Progress | None = None) -> ImportSummary:
+def _records(source: Source) -> Iterator[Record]:
+    """The records of a validated source."""
+    for _, parsed in source():
+        assert isinstance(parsed, Record)  # validated
+        yield parsed
+
+
+def _stage_labels(stage: LabelStage, source: Source, summary: ImportSummary, total: int,
+                  progress: Progress | None) -> None:
+    """Stage every run of labels of ``source`` (its other records come first)."""
+    run: list[StagedLine] = []
+    batch: int | None = None
+
+    def staged(done: int) -> None:
+        if progress is not None:
+            progress(done, total)
+
+    def flush() -> None:
+        created, unchanged = stage.stage_run(run, staged)
+        summary.labels_created += created
+        summary.labels_unchanged += unchanged
+        summary.records += len(run)
+        run.clear()
+
+    for record in _records(source):
+        item = record.item
+        if isinstance(item, ConceptIn):
+            stage.add_concept(item.name)
+        elif isinstance(item, LabelIn):
+            if run and _batch(item) != batch:
+                flush()
+            batch = _batch(item)
+            run.append(stage.label(item.a, item.b, item.positive, item.annotator))
+    if run:
+        flush()
+
+
+def _import_staged(work: ProjectWork, source: Source, total: int, progress: Progress | None,
+                   policy: StagePolicy) -> ImportSummary:
+    """The labels staged in short writes, then switched in with the rest of the file."""
+    summary = ImportSummary()
+
+    def write_others(work: ProjectWork) -> None:  # in the switch's write transaction
+        others = itertools.takewhile(lambda r: r.kind != "label", _records(source))
+        _write(work, others, total, progress, summary)
+
+    stage = LabelStage.open(work, policy)
+    try:
+        _stage_labels(stage, source, summary, total, progress)
+        stage.switch(write_others)
+    finally:
+        stage.close(policy.timeout)
+    return summary
+
+
+def import_source(work: ProjectWork, source: Source, *, progress: Progress | None = None,
+                  policy: StagePolicy | None = None) -> ImportSummary:
     """Validate every record of ``source``, then write them all in file order, atomically.
 
-    Raises :class:`InvalidItems` (every bad line) before anything is written. The writes share
-    one transaction: a failure part-way (a crash, a concurrent change) stores nothing.
+    Raises :class:`InvalidItems` (every bad line) before anything is written. A file whose
+    labels come last (no retraction) and number at least ``policy.min_labels`` has them
+    staged in short transactions and switched in with its other records in one
+    (:mod:`app.services.staging`); any other file is written in one transaction. Either
+    way a failure part-way (a crash, a concurrent change) stores nothing.
     """
-    total = validate(work, source)
+    checker = _validated(work, source)
+    policy = policy or StagePolicy()
+    if checker.labels >= policy.min_labels and checker.labels_last and not checker.retracts:
+        return _import_staged(work, source, checker.records, progress, policy)
     with work.atomically():  # all of the file or none of it
-        return _write(work, source, total, progress)
+        return _write(work, _records(source), checker.records, progress)
