@@ -548,16 +548,15 @@ class _Validator:
         """
         pending, self.pending = self.pending, []
         if len(pending) >= CANONICAL_MIN:
-            labels = self.closure.asserted_labels()
-            labels += [Label(self.key(a), self.key(b), positive)
-                       for _, a, b, positive in pending]
-            seen: dict[tuple[Any, Any], bool] = {}
-            if all(seen.setdefault((lab.a, lab.b), lab.positive) == lab.positive
-                   for lab in labels):
-                closed = Closure.closed(labels, self.closure.concepts)
+            seen: dict[tuple[Any, Any], bool] = {
+                (lab.a, lab.b): lab.positive for lab in self.closure.asserted_labels()}
+            if all(seen.setdefault((self.key(a), self.key(b)), positive) == positive
+                   for _, a, b, positive in pending):  # a repeated label is one label
+                closed = Closure.closed([Label(a, b, positive) for (a, b), positive
+                                         in seen.items()], self.closure.concepts)
                 if closed is not None:
                     self.closure = closed
-                    self.live.update((lab.a, lab.b) for lab in labels)
+                    self.live.update(seen)
                     return
         for line, a, b, positive in pending:
             reason = self.label(a, b, positive)
@@ -708,7 +707,8 @@ def _records(source: Source) -> Iterator[Record]:
 def _stage_labels(stage: LabelStage, source: Source, summary: ImportSummary, total: int,
                   progress: Progress | None) -> None:
     """Stage every run of labels of ``source`` (its other records come first)."""
-    run: list[StagedLine] = []
+    run: dict[tuple[str, str], StagedLine] = {}  # a repeated label is unchanged: kept once
+    lines = 0
     batch: int | None = None
 
     def staged(done: int) -> None:
@@ -716,22 +716,27 @@ def _stage_labels(stage: LabelStage, source: Source, summary: ImportSummary, tot
             progress(done, total)
 
     def flush() -> None:
-        created, unchanged = stage.stage_run(run, staged)
+        nonlocal lines
+        created = stage.stage_run(list(run.values()), staged)
         summary.labels_created += created
-        summary.labels_unchanged += unchanged
-        summary.records += len(run)
+        summary.labels_unchanged += lines - created
+        summary.records += lines
         run.clear()
+        lines = 0
 
     for record in _records(source):
         item = record.item
         if isinstance(item, ConceptIn):
             stage.add_concept(item.name)
         elif isinstance(item, LabelIn):
-            if run and _batch(item) != batch:
+            if lines and _batch(item) != batch:
                 flush()
             batch = _batch(item)
-            run.append(stage.label(item.a, item.b, item.positive, item.annotator))
-    if run:
+            lines += 1
+            if (item.a, item.b) not in run:
+                run[(item.a, item.b)] = stage.label(item.a, item.b, item.positive,
+                                                    item.annotator)
+    if lines:
         flush()
 
 
@@ -765,7 +770,10 @@ def import_source(work: ProjectWork, source: Source, *, progress: Progress | Non
     """
     checker = _validated(work, source)
     policy = policy or StagePolicy()
-    if checker.labels >= policy.min_labels and checker.labels_last and not checker.retracts:
-        return _import_staged(work, source, checker.records, progress, policy)
+    records = checker.records
+    staged = checker.labels >= policy.min_labels and checker.labels_last and not checker.retracts
+    del checker  # its copy of the closure: the writes make their own
+    if staged:
+        return _import_staged(work, source, records, progress, policy)
     with work.atomically():  # all of the file or none of it
-        return _write(work, _records(source), checker.records, progress)
+        return _write(work, _records(source), records, progress)

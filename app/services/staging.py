@@ -129,12 +129,16 @@ class LabelStage:
 
     # ------------------------------------------------------------------ one run
     def stage_run(self, labels: list[StagedLine],
-                  progress: Callable[[int], None] | None = None) -> tuple[int, int]:
-        """Plan one run of labels (one bulk import) and stage it; ``(created, unchanged)``."""
+                  progress: Callable[[int], None] | None = None) -> int:
+        """Plan one run of labels (one bulk import) and stage it; the labels created.
+
+        ``labels`` holds each pair once (a repeat in the run is unchanged, as in the bulk
+        import), in the order of their first lines.
+        """
         items = [lab for lab, _ in labels]
         planned = self._plan(items)
         if not planned.new:
-            return 0, len(items)
+            return 0
         self.runs += 1
         first = self.seq + 1
         self.seq += len(planned.new)
@@ -147,9 +151,10 @@ class LabelStage:
             rows = [(first + start + n, items[k], labels[k][1], update, was_decided)
                     for n, (k, update, was_decided) in enumerate(chunk)]
             self._write_chunk(rows, causes, now)
+            planned.new[start:start + STAGE_BATCH] = [None] * len(chunk)  # type: ignore[list-item]
             if progress is not None:
                 progress(len(chunk))
-        return len(planned.new), len(items) - len(planned.new)
+        return len(planned.new)
 
     def _plan(self, items: list[Label]) -> _Planned:
         """As ``POST .../labels/bulk`` plans it: canonical into no labels, else in order."""
@@ -264,9 +269,8 @@ class LabelStage:
                 self._copy_in(locked)
             work.session.execute(update(ImportStage).where(ImportStage.id == self.id)
                                  .values(state="switched"))
-        if self.seq:  # the cache learns the labels from the database, as other processes do
-            work.state.invalidate()
-            work.refresh()
+        if self.seq:  # the next request rebuilds the cache from the database, as other
+            work.state.invalidate()  # processes do (not now: the import's memory is in use)
 
     def _map_concepts(self) -> None:
         """Write the concept id of every ordinal (the file's concepts are stored now)."""
