@@ -38,6 +38,7 @@ from app.db import write_transaction
 from app.errors import BudgetExceeded, ConcurrentChange
 from app.services.labels.store import cause_in_store, causes_in, decode, encode
 from app.services.labels.writing import CANONICAL_MIN, within_budget
+from app.services.state import LiveLabel
 from app.services.unit import ProjectWork
 from app.settings import Settings
 from models import AssertedLabel, Project, utcnow
@@ -269,8 +270,32 @@ class LabelStage:
                 self._copy_in(locked)
             work.session.execute(update(ImportStage).where(ImportStage.id == self.id)
                                  .values(state="switched"))
-        if self.seq:  # the next request rebuilds the cache from the database, as other
-            work.state.invalidate()  # processes do (not now: the import's memory is in use)
+        if self.seq:
+            self._catch_up(work.state.version)
+
+    def _catch_up(self, version: int) -> None:
+        """Bring the cache to ``version`` with the switched-in labels, read back as plain rows
+        (the stage's own closure, keyed by the file's names, is dropped first)."""
+        state, session = self.work.state, self.work.session
+        self.closure = Closure()
+        try:
+            a = AssertedLabel
+            rows = session.execute(
+                select(a.id, a.a_id, a.b_id, a.positive, a.annotator, a.created_at)
+                .where(a.project_id == state.project_id, a.retracted_at.is_(None),
+                       a.version <= version).order_by(a.id)).all()
+            session.rollback()
+            state.replace_closure(Closure.from_labels(
+                [Label(row[1], row[2], row[3]) for row in rows], state.closure.concepts))
+            for label_id, a_id, b_id, positive, annotator, created_at in rows:
+                live = state.labels.get((a_id, b_id))
+                if live is None or live.id != label_id:
+                    state.remember((a_id, b_id), LiveLabel(label_id, positive, annotator,
+                                                           created_at))
+        except Exception:  # the file is stored: the next request rebuilds the cache
+            logger.warning("the cache of project %d is rebuilt after its import",
+                           state.project_id, exc_info=True)
+            state.invalidate()
 
     def _map_concepts(self) -> None:
         """Write the concept id of every ordinal (the file's concepts are stored now)."""
