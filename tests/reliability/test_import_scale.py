@@ -1,4 +1,4 @@
-"""A 1,000,000-line label import over a real `sporal serve`: it imports, within 1.5 GB.
+"""Staged imports over a real `sporal serve`: 1,000,000 label lines within 1.5 GB; SIGKILL.
 
 Memory is the resident set of the server's whole process group (the server and every child
 it started), sampled while the import runs and while the next request rebuilds the project's
@@ -7,9 +7,11 @@ cache from the database; the figure is the largest sum seen.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -96,3 +98,52 @@ def test_a_million_label_lines_import_within_1_5_gb(tmp_path: Path) -> None:
     assert response.json()["labels_created"] == distinct == counts["asserted_labels"]
     assert response.json()["labels_unchanged"] == LINES - distinct
     assert peak[-1] <= LIMIT
+
+
+def staged_rows(db: Path) -> tuple[int, int]:
+    with sqlite3.connect(db) as connection:
+        return (connection.execute("SELECT count(*) FROM import_stages").fetchone()[0],
+                connection.execute("SELECT count(*) FROM staged_labels").fetchone()[0])
+
+
+@pytest.mark.slow
+def test_sigkill_while_staging_leaves_the_project_as_before_and_the_next_import_sweeps(
+        tmp_path: Path) -> None:
+    db = tmp_path / "sporal.db"
+    order = [f"c{k:03d}" for k in range(700)]
+    body = "".join(json.dumps({"kind": "concept", "name": n}) + "\n" for n in order)
+    body += "".join(json.dumps({"kind": "label", "a": order[i], "b": order[j],
+                                "label": "positive"}) + "\n"
+                    for i in range(700) for j in range(i + 1, 700))  # 244,650 labels
+    env = {"SPORAL_IMPORT_STAGE_LABELS": "1", "SPORAL_IMPORT_STAGE_TIMEOUT": "1"}
+    with Server(f"sqlite:///{db}", tmp_path, env=env) as server, \
+            httpx.Client(base_url=server.base_url, timeout=600) as client:
+        pid = client.post("/projects", json={"name": "p"}).json()["id"]
+        client.post(f"/projects/{pid}/concepts", json={"concepts": [{"name": "x"}]})
+        before = client.get(f"/projects/{pid}").json()["counts"]
+
+        def post() -> None:
+            with contextlib.suppress(httpx.HTTPError), \
+                    httpx.Client(base_url=server.base_url, timeout=600) as other:
+                other.post(f"/projects/{pid}/import", content=body.encode(),
+                           headers={"Content-Type": "application/jsonl"})
+
+        thread = threading.Thread(target=post)
+        thread.start()
+        deadline = time.monotonic() + 300
+        while staged_rows(db)[1] == 0:  # killed once some labels are staged
+            assert time.monotonic() < deadline, server.log_tail()
+            time.sleep(0.05)
+        server.kill()
+        thread.join()
+        assert staged_rows(db)[1] > 0
+        server.start()
+        assert client.get(f"/projects/{pid}").json()["counts"] == before
+        time.sleep(1.5)  # the dead stage's heartbeat ages past the timeout
+        small = (json.dumps({"kind": "concept", "name": "y"}) + "\n"
+                 + json.dumps({"kind": "label", "a": "x", "b": "y", "label": "positive"}))
+        answer = client.post(f"/projects/{pid}/import", content=small.encode(),
+                             headers={"Content-Type": "application/jsonl"})
+        assert answer.status_code == 200, answer.text
+        assert staged_rows(db) == (0, 0)
+        assert client.get(f"/projects/{pid}").json()["counts"]["asserted_labels"] == 1
