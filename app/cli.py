@@ -131,6 +131,7 @@ def import_data(
     import json
 
     from app.importer import ImportFailed, import_local, import_remote, local_source
+    from app.services.importing import InputLimits
     from app.settings import get_settings
 
     try:
@@ -140,7 +141,8 @@ def import_data(
                                               file=file, fmt=format)
         else:
             source = local_source(al_cpl=al_cpl, domain=domain, with_labels=with_labels,
-                                  file=file, fmt=format)
+                                  file=file, fmt=format,
+                                  limits=InputLimits.of(get_settings()))
             pid, key, result = import_local(get_settings(), project, source)
             summary = result.model_dump()
     except ImportFailed as exc:

@@ -38,6 +38,7 @@ __all__ = [
     "Forbidden",
     "IdempotencyInProgress",
     "IdempotencyKeyReused",
+    "ImportsBusy",
     "InvalidCursor",
     "InvalidItems",
     "InvalidLabel",
@@ -257,6 +258,18 @@ class DatabaseBusy(ServiceError):
 
     def __init__(self) -> None:
         super().__init__("the database is busy; retry the request", headers={"Retry-After": "1"})
+
+
+class ImportsBusy(ServiceError):
+    slug, status, title = "imports-busy", 503, "Too many imports at once"
+    description = ("The imports running in this process already spool as much as "
+                   "SPORAL_MAX_IMPORT_SPOOL_BYTES allows; retry after `Retry-After` seconds.")
+
+    def __init__(self, limit: int) -> None:
+        # The rest of the body is never read, so the connection cannot be reused.
+        super().__init__(f"the imports running now spool {limit} bytes already, the most "
+                         "allowed; retry later", headers={"Retry-After": "5",
+                                                          "Connection": "close"})
 
 
 class ModelNotReady(ServiceError):

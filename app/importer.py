@@ -22,6 +22,7 @@ from app.errors import ServiceError
 from app.schemas import ProjectCreate
 from app.services.importing import (
     ImportSummary,
+    InputLimits,
     Source,
     al_cpl_records,
     al_cpl_source,
@@ -114,6 +115,7 @@ def import_local(settings: Settings, project: str, source: Source
     """
     from app.db import migrate
     from app.runtime import Runtime
+    from app.services.staging import StagePolicy
     from app.services.unit import ProjectWork
 
     migrate(settings.database_url)
@@ -128,7 +130,8 @@ def import_local(settings: Settings, project: str, source: Source
                     bar.update(done)
 
                 try:
-                    summary = import_source(work, source, progress=progress)
+                    summary = import_source(work, source, progress=progress,
+                                            policy=StagePolicy.of(settings))
                 except ServiceError as exc:
                     raise ImportFailed(_describe(exc)) from exc
     finally:
@@ -137,15 +140,20 @@ def import_local(settings: Settings, project: str, source: Source
 
 
 def local_source(*, al_cpl: Path | None, domain: str | None, with_labels: bool,
-                 file: Path | None, fmt: str | None) -> Source:
-    """The source of the CLI's options: an AL-CPL domain or a file."""
+                 file: Path | None, fmt: str | None,
+                 limits: InputLimits | None = None) -> Source:
+    """The source of the CLI's options: an AL-CPL domain or a file (read line by line under
+    ``limits``, as the route reads its body)."""
     if al_cpl is not None:
         if domain is None:
             raise ImportFailed("--al-cpl needs --domain")
         return al_cpl_source(al_cpl, domain, with_labels=with_labels)
     if file is None:
         raise ImportFailed("give --al-cpl DIR --domain NAME, or --file PATH")
-    return file_source(_opener(file, file.name), file_format(file, fmt))
+    if not file.is_file():
+        raise ImportFailed(f"{file}: no such file")
+    return file_source(_opener(file, file.name), file_format(file, fmt),
+                       limits or InputLimits())
 
 
 # ---------------------------------------------------------------------------- over HTTP

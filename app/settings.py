@@ -57,6 +57,28 @@ class Settings(BaseSettings):
         default=2 * 1024**3, gt=0, description="Largest file POST .../import accepts (streamed, "
         "so exempt from max_body_bytes)."
     )
+    max_import_line_bytes: int = Field(
+        default=16 * 1024 * 1024, gt=0, description="Longest line of an imported file (bytes, "
+        "its newline included): a longer line is refused (422, naming it) before it is parsed."
+    )
+    max_import_depth: int = Field(
+        default=64, ge=2, description="Deepest nesting of arrays and objects in one JSON Lines "
+        "record: a deeper line is refused (422, naming it) before it is parsed."
+    )
+    max_import_spool_bytes: int = Field(
+        default=4 * 1024**3, gt=0, description="Bytes the imports of one process may spool at "
+        "once, all together: an import that would pass it is refused (503 with Retry-After) "
+        "before the rest of its body is read."
+    )
+    import_stage_labels: int = Field(
+        default=10_000, ge=1, description="An import with at least this many labels, all after "
+        "its other records and without retractions, stages them in short write transactions "
+        "and switches them in at the end in one; smaller imports are one write transaction."
+    )
+    import_stage_timeout: float = Field(
+        default=600.0, gt=0, description="A staged import that has written nothing for this "
+        "long is dead (its process was killed): the next staged import deletes its rows."
+    )
     sqlite_busy_timeout_ms: int = Field(
         default=30_000, ge=0, description="How long a SQLite writer waits for the write lock."
     )

@@ -7,7 +7,11 @@ Meanwhile project A does heavy work, in one of two scenarios:
   concepts (5,000) with a ``--pool`` pool (20,000), in a loop;
 * ``chain``: one client imports chains of ``--chain`` concepts (900), one after another, each
   into its own project (registered with its concepts beforehand) with ``POST labels/bulk``
-  (about ``chain²`` decided pairs each), for as long as B posts its labels.
+  (about ``chain²`` decided pairs each), for as long as B posts its labels;
+* ``import``: one client imports a JSON Lines file of ``--import-concepts`` concepts (500) and
+  ``--import-labels`` labels (100,000, distinct pairs of one order) into a new project with
+  ``POST .../import``; B posts its labels (again from the start once they run out) for as long
+  as the import runs.
 
 Each scenario prints B's label p50/p99 while A works, against B alone before it (the baseline
 in the same server and process), and writes ``isolation.csv`` and ``summary.md``.
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import tempfile
 import threading
 import time
@@ -74,6 +79,56 @@ def _hammer_next(base_url: str, pid: int, stop: threading.Event, calls: list[flo
             response = client.get(f"/projects/{pid}/next", params={"k": 100})
             response.raise_for_status()
             calls.append((time.perf_counter() - started) * 1000)
+
+
+def _import_file(concepts: int, labels: int) -> bytes:
+    """JSON Lines: ``concepts`` concepts, then ``labels`` positive labels of one random order."""
+    rng = np.random.default_rng(6)
+    names = [f"imp{k}" for k in rng.permutation(concepts)]
+    lines = [json.dumps({"kind": "concept", "name": n}) for n in names]
+    seen: set[tuple[int, int]] = set()
+    while len(seen) < min(labels, concepts * (concepts - 1) // 2):
+        i, j = sorted(rng.choice(concepts, 2, replace=False).tolist())
+        if (i, j) not in seen:
+            seen.add((i, j))
+            lines.append(json.dumps({"kind": "label", "a": names[i], "b": names[j],
+                                     "label": "positive"}))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def import_scenario(client: httpx.Client, base_url: str, b: int,
+                    labels: list[tuple[str, str, str]],
+                    args: argparse.Namespace) -> dict[str, Any]:
+    """B's labels while A imports a file of ``--import-labels`` labels (see the docstring)."""
+    body = _import_file(args.import_concepts, args.import_labels)
+    a = client.post("/projects", json={"name": "import"}).json()["id"]
+    done = threading.Event()
+    took: list[float] = []
+
+    def import_file() -> None:
+        with httpx.Client(base_url=base_url, timeout=3600) as other:
+            started = time.perf_counter()
+            try:
+                other.post(f"/projects/{a}/import", content=body,
+                           headers={"Content-Type": "application/jsonl"}).raise_for_status()
+                took.append(time.perf_counter() - started)
+            finally:
+                done.set()
+
+    thread = threading.Thread(target=import_file)
+    thread.start()
+    busy: list[float] = []
+    while not done.is_set():
+        busy += _post_labels(client, b, labels, done, len(labels))
+    thread.join()
+    if not took:
+        raise RuntimeError("the import failed")
+    row = {"scenario": "import", "a_work": f"a {args.import_labels}-label import "
+           f"({args.import_concepts} concepts), {took[0]:.1f} s", "n": len(busy),
+           "p50": _percentile(busy, 50), "p99": _percentile(busy, 99)}
+    print(f"B while A imports {args.import_labels} labels: label p50 {row['p50']:.1f} ms, "
+          f"p99 {row['p99']:.1f} ms over {len(busy)} labels; A: {row['a_work']}")
+    return row
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -155,6 +210,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             print(f"B while A imports {args.chain}-chains one after another: label p50 "
                   f"{rows[-1]['p50']:.1f} ms, p99 {rows[-1]['p99']:.1f} ms over {len(busy)} "
                   f"labels; A: {rows[-1]['a_work']}")
+
+        if "import" in args.scenarios:
+            rows.append(import_scenario(client, server.base_url, b, labels, args))
     return rows
 
 
@@ -168,6 +226,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--chains", type=int, default=80,
                         help="projects ready for the chain imports (A stops when they run out)")
     parser.add_argument("--labels", type=int, default=150, help="B's labels per measurement")
+    parser.add_argument("--import-labels", type=int, default=100_000)
+    parser.add_argument("--import-concepts", type=int, default=500)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     rows = run(args)

@@ -35,10 +35,14 @@ __all__ = [
     "ConceptLink",
     "ConceptText",
     "IdempotencyRecord",
+    "ImportStage",
     "PoolPair",
     "Project",
     "RefusedAnswer",
     "Reservation",
+    "StagedConcept",
+    "StagedEffect",
+    "StagedLabel",
     "Suggestion",
 ]
 
@@ -293,3 +297,75 @@ class RefusedAnswer(Base):
     positive: Mapped[bool] = mapped_column(Boolean, nullable=False)
     annotator: Mapped[str | None] = mapped_column(String(NAME_LENGTH), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+
+class ImportStage(Base):
+    """An import whose labels are staged (``staged_labels``, ``staged_effects``), not yet live.
+
+    Nothing reads the staged rows but the import itself: they enter ``asserted_labels`` and
+    ``closure_effects`` in the import's last, short write transaction, which also sets ``state``
+    to ``"switched"``. A stage ``"failed"``, ``"switched"``, or ``"staging"`` with a
+    ``heartbeat_at`` older than ``SPORAL_IMPORT_STAGE_TIMEOUT`` (its process died) is swept:
+    its rows deleted in short transactions, then the stage itself. ``project_id`` is no
+    foreign key, so that a stage outlives its project until it is swept.
+    """
+
+    __tablename__ = "import_stages"
+    __table_args__ = {"sqlite_autoincrement": True}  # staged rows key on it: never reused
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(Integer, nullable=False)
+    state: Mapped[str] = mapped_column(String(16), nullable=False, default="staging")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+
+class StagedLabel(Base):
+    """A label of a staged import, in the order it will be stored (``seq`` from 1).
+
+    Concepts are named by their ordinal in the project after the import's concepts were added
+    (their rank by id); ``run`` numbers the import's writes (each becomes a project version);
+    the cause is a staged label (``cause_seq``) or a stored one (``cause_id``).
+    """
+
+    __tablename__ = "staged_labels"
+
+    stage_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run: Mapped[int] = mapped_column(Integer, nullable=False)
+    a_ord: Mapped[int] = mapped_column(Integer, nullable=False)
+    b_ord: Mapped[int] = mapped_column(Integer, nullable=False)
+    positive: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    annotator: Mapped[str | None] = mapped_column(String(NAME_LENGTH), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+    cause_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    cause_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class StagedEffect(Base):
+    """A line of what a staged label decided (:class:`ClosureEffect`, by concept ordinals)."""
+
+    __tablename__ = "staged_effects"
+    __table_args__ = (
+        # the causes of later writes of the same import are looked up by line
+        Index("ix_staged_effects_line", "stage_id", "positive", "by_row", "line_ord"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    stage_id: Mapped[int] = mapped_column(Integer, nullable=False)
+    label_seq: Mapped[int] = mapped_column(Integer, nullable=False)
+    positive: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    by_row: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    line_ord: Mapped[int] = mapped_column(Integer, nullable=False)
+    bits: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    count: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class StagedConcept(Base):
+    """The concept id of each ordinal of a staged import, written as it is switched in."""
+
+    __tablename__ = "staged_concepts"
+
+    stage_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    ord: Mapped[int] = mapped_column(Integer, primary_key=True)
+    concept_id: Mapped[int] = mapped_column(Integer, nullable=False)

@@ -64,3 +64,25 @@ def test_a_bad_file_is_refused_with_its_lines_and_nothing_written(
     assert run("--file", str(concepts), "--project", "p")[0] == 0
     code, out, err = run("--file", str(path), "--project", "p")
     assert code == 1 and "line 3:" in err and "line 2" not in err
+
+
+def test_unreadable_lines_are_printed_as_the_route_names_them_never_a_traceback(
+        database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPORAL_MAX_IMPORT_LINE_BYTES", "200000")
+    get_settings.cache_clear()
+    deep = tmp_path / "deep.jsonl"
+    deep.write_bytes(b'{"kind": "concept", "name": "x"}\n' + b"[" * 100_000 + b"\n"
+                     + b'{"kind": "concept", "name": "' + b"y" * 300_000 + b'"}\n')
+    bad_csv = tmp_path / "bad.csv"
+    bad_csv.write_bytes(b"name\nlimit\xff\n")
+    for path, expected in ((deep, ["line 2: nested deeper than 64",
+                                   "line 3: longer than 200000 bytes"]),
+                           (bad_csv, ["line 2: not UTF-8"])):
+        result = CliRunner().invoke(cli, ["import", "--file", str(path), "--project", "p"])
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+        assert "Traceback" not in result.stderr and result.stdout == ""
+        for line in expected:
+            assert line in result.stderr, result.stderr
+    missing = CliRunner().invoke(cli, ["import", "--file", str(tmp_path / "no.jsonl"),
+                                       "--project", "p"])
+    assert missing.exit_code == 1 and "no such file" in missing.stderr

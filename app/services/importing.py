@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
+import itertools
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -47,7 +48,9 @@ from app.services.labels import Refused, post_bulk, retract_label
 from app.services.labels.proofs import pair_problem
 from app.services.labels.writing import CANONICAL_MIN
 from app.services.pairs import add_pairs
+from app.services.staging import LabelStage, StagedLine, StagePolicy
 from app.services.unit import ProjectView, ProjectWork
+from app.settings import Settings
 from models import Project
 from reasoning.closure import Closure, ContradictionError, Label
 from reasoning.data import load_domain
@@ -56,6 +59,7 @@ __all__ = [
     "BATCH",
     "MAX_LISTED_ERRORS",
     "ImportSummary",
+    "InputLimits",
     "PairRef",
     "Progress",
     "ProjectSettings",
@@ -64,11 +68,13 @@ __all__ = [
     "TextRecord",
     "al_cpl_records",
     "al_cpl_source",
+    "bounded_lines",
     "csv_records",
     "file_source",
     "import_source",
     "jsonl_records",
     "record_json",
+    "too_deep",
     "validate",
 ]
 
@@ -176,19 +182,97 @@ def _refuse_constant(name: str) -> float:
 
 
 # ---------------------------------------------------------------------------- parsers
-def jsonl_records(lines: Iterable[bytes]) -> Parsed:
-    """The records of a JSON Lines byte stream, one per non-blank line."""
+@dataclass(frozen=True)
+class InputLimits:
+    """What one line of a file may hold, checked before it is parsed (docs/formats.md)."""
+
+    line_bytes: int = 16 * 1024 * 1024
+    depth: int = 64
+
+    @classmethod
+    def of(cls, settings: Settings) -> InputLimits:
+        return cls(settings.max_import_line_bytes, settings.max_import_depth)
+
+
+_SKIP = 1024 * 1024
+
+
+def bounded_lines(handle: IO[bytes], cap: int) -> Iterator[bytes | None]:
+    """Each line of ``handle`` (its newline included), or None for a line over ``cap`` bytes.
+
+    A long line is never held whole: its first ``cap + 1`` bytes tell, the rest is read in
+    chunks and dropped, so the next line keeps its number.
+    """
+    while raw := handle.readline(cap + 1):
+        if len(raw) <= cap:
+            yield raw
+            continue
+        while not raw.endswith(b"\n") and (raw := handle.readline(_SKIP)):
+            pass
+        yield None
+
+
+_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[{\]}]')
+
+
+def too_deep(raw: bytes, limit: int) -> bool:
+    """Whether the JSON text ``raw`` nests arrays and objects deeper than ``limit``.
+
+    Brackets inside strings do not count; a line with few brackets is not scanned at all.
+    """
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    depth = 0
+    for match in _TOKENS.finditer(raw):
+        token = match.group()
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in (b"]", b"}"):
+            depth -= 1
+    return False
+
+
+def _too_long(limits: InputLimits) -> str:
+    return f"longer than {limits.line_bytes} bytes (SPORAL_MAX_IMPORT_LINE_BYTES)"
+
+
+def _json_value(line: int, raw: bytes, limits: InputLimits) -> Any:
+    """The JSON value of one line, or a :class:`_BadLine` saying why not."""
+    if too_deep(raw, limits.depth):
+        return _BadLine(line, f"nested deeper than {limits.depth} (SPORAL_MAX_IMPORT_DEPTH)")
+    try:
+        return json.loads(raw.decode("utf-8-sig" if line == 1 else "utf-8"),
+                          parse_constant=_refuse_constant)
+    except UnicodeDecodeError as exc:
+        return _BadLine(line, f"not UTF-8: {exc.reason} at byte {exc.start}")
+    except ValueError as exc:
+        return _BadLine(line, f"not JSON: {exc}")
+    except RecursionError:  # deeper than the interpreter allows, under the limit set
+        return _BadLine(line, "nested too deep")
+
+
+class _BadLine(Exception):
+    """A line that cannot be read: its number and why."""
+
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(reason)
+        self.line, self.reason = line, reason
+
+
+def jsonl_records(lines: Iterable[bytes | None], limits: InputLimits = InputLimits()) -> Parsed:
+    """The records of a JSON Lines byte stream, one per non-blank line (None: a line over
+    the length cap, from :func:`bounded_lines`)."""
     for line, raw in enumerate(lines, start=1):
+        if raw is None:
+            yield line, _too_long(limits)
+            continue
         if not raw.strip():
             continue
-        try:
-            value = json.loads(raw.decode("utf-8-sig" if line == 1 else "utf-8"),
-                               parse_constant=_refuse_constant)
-        except UnicodeDecodeError as exc:
-            yield line, f"not UTF-8: {exc.reason} at byte {exc.start}"
-            continue
-        except ValueError as exc:
-            yield line, f"not JSON: {exc}"
+        value = _json_value(line, raw, limits)
+        if isinstance(value, _BadLine):
+            yield line, value.reason
             continue
         if not isinstance(value, dict) or not isinstance(value.get("kind"), str):
             yield line, 'want a JSON object with a "kind"'
@@ -230,51 +314,59 @@ def _csv_item(kind: Kind, header: list[str], row: list[str]) -> Item | str:
     return _item(kind, fields)
 
 
-def csv_records(text: Iterable[str]) -> Parsed:
-    """The records of a CSV text stream (opened with ``newline=""``); the header names them."""
-    reader = csv.reader(iter(text))
-    first = 1
-    try:
-        header = next(reader)
-    except StopIteration:
-        return
-    except (csv.Error, UnicodeDecodeError) as exc:
-        yield 1, f"not CSV: {exc}"
-        return
-    kind = _csv_kind([h.lstrip("\ufeff") for h in header])
-    if isinstance(kind, str):
-        yield 1, kind
-        return
-    first = reader.line_num + 1
-    while True:
+def _csv_text(lines: Iterable[bytes | None], limits: InputLimits) -> Iterator[str]:
+    """The physical lines decoded one by one, so that an error names its own line."""
+    for line, raw in enumerate(lines, start=1):
+        if raw is None:
+            raise _BadLine(line, _too_long(limits))
         try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except (csv.Error, UnicodeDecodeError) as exc:
-            yield first, f"not CSV: {exc}"
-            return
-        line, first = first, reader.line_num + 1
-        if not row:
-            continue
-        item = _csv_item(kind[0], kind[1], row)
-        yield (line, item) if isinstance(item, str) else (line, Record(line, kind[0], item))
+            yield raw.decode("utf-8-sig" if line == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise _BadLine(line, f"not UTF-8: {exc.reason} at byte {exc.start}") from None
+
+
+def csv_records(lines: Iterable[bytes | None], limits: InputLimits = InputLimits()) -> Parsed:
+    """The records of a CSV byte stream (physical lines, as :func:`bounded_lines` gives
+    them); the header names them. A line that cannot be read ends the file there."""
+    reader = csv.reader(_csv_text(lines, limits))
+    first = 1
+    kind: tuple[Kind, list[str]] | str = "no header"
+    try:
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                yield first, f"not CSV: {exc}"
+                return
+            line, first = first, reader.line_num + 1
+            if line == 1:
+                kind = _csv_kind([h.lstrip("\ufeff") for h in row])
+                if isinstance(kind, str):
+                    yield 1, kind
+                    return
+                continue
+            if not row or isinstance(kind, str):
+                continue
+            item = _csv_item(kind[0], kind[1], row)
+            yield (line, item) if isinstance(item, str) else (line, Record(line, kind[0], item))
+    except _BadLine as bad:
+        yield bad.line, bad.reason
 
 
 def file_source(open_file: Callable[[], AbstractContextManager[IO[bytes]]],
-                fmt: Literal["csv", "jsonl"]) -> Source:
-    """A source reading a binary file from its start on each pass (``open_file`` opens it)."""
+                fmt: Literal["csv", "jsonl"], limits: InputLimits = InputLimits()) -> Source:
+    """A source reading a binary file from its start on each pass (``open_file`` opens it);
+    no line over ``limits.line_bytes`` is read whole."""
 
     def records() -> Parsed:
         with open_file() as handle:
+            lines = bounded_lines(handle, limits.line_bytes)
             if fmt == "jsonl":
-                yield from jsonl_records(handle)
+                yield from jsonl_records(lines, limits)
             else:
-                text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
-                try:
-                    yield from csv_records(text)
-                finally:
-                    text.detach()
+                yield from csv_records(lines, limits)
 
     return records
 
@@ -343,7 +435,12 @@ class _Validator:
         self.count = 0
         self.records = 0
         self.seen_project = False
-        self.pending: list[tuple[int, LabelIn]] = []  # a run of labels, checked together
+        # a run of labels, checked together: (line, a, b, positive), names as in self.names
+        self.pending: list[tuple[int, str, str, bool]] = []
+        self.names: dict[str, str] = {}  # one object per name, however many lines use it
+        self.labels = 0
+        self.labels_last = True  # no record but labels after the first label
+        self.retracts = 0
 
     def fail(self, line: int, reason: str) -> None:
         self.count += 1
@@ -392,7 +489,7 @@ class _Validator:
         if isinstance(item, PairIn):
             return self.pair(item)
         if isinstance(item, LabelIn):
-            return self.label(item)
+            return self.label(item.a, item.b, item.positive)
         return self.retract(item)
 
     def mode(self, computed: bool) -> str | None:
@@ -426,13 +523,13 @@ class _Validator:
             self.pool_digest[(item.a, item.b)] = digest
         return None
 
-    def label(self, item: LabelIn) -> str | None:
-        a, b = self.key(item.a), self.key(item.b)
+    def label(self, a_name: str, b_name: str, positive: bool) -> str | None:
+        a, b = self.key(a_name), self.key(b_name)
         status = self.closure.status(a, b)
-        if status.asserted and status.value == item.positive:
+        if status.asserted and status.value == positive:
             return None
         try:
-            self.closure.add_label(a, b, item.positive)
+            self.closure.add_label(a, b, positive)
         except ContradictionError as exc:
             name: dict[Any, str] = self.state.name_of
             cited = ", ".join(
@@ -451,24 +548,24 @@ class _Validator:
         """
         pending, self.pending = self.pending, []
         if len(pending) >= CANONICAL_MIN:
-            labels = self.closure.asserted_labels()
-            labels += [Label(self.key(item.a), self.key(item.b), item.positive)
-                       for _, item in pending]
-            seen: dict[tuple[Any, Any], bool] = {}
-            if all(seen.setdefault((lab.a, lab.b), lab.positive) == lab.positive
-                   for lab in labels):
-                closed = Closure.closed(labels, self.closure.concepts)
+            seen: dict[tuple[Any, Any], bool] = {
+                (lab.a, lab.b): lab.positive for lab in self.closure.asserted_labels()}
+            if all(seen.setdefault((self.key(a), self.key(b)), positive) == positive
+                   for _, a, b, positive in pending):  # a repeated label is one label
+                closed = Closure.closed([Label(a, b, positive) for (a, b), positive
+                                         in seen.items()], self.closure.concepts)
                 if closed is not None:
                     self.closure = closed
-                    self.live.update((lab.a, lab.b) for lab in labels)
+                    self.live.update(seen)
                     return
-        for line, item in pending:
-            reason = self.label(item)
+        for line, a, b, positive in pending:
+            reason = self.label(a, b, positive)
             if reason is not None:
                 self.fail(line, reason)
 
     def retract(self, item: PairRef) -> str | None:
         self.flush()
+        self.retracts += 1
         a, b = self.key(item.a), self.key(item.b)
         if (a, b) not in self.live:
             return "no live label on this pair to retract"
@@ -481,8 +578,13 @@ class _Validator:
             self.records += 1
             if not isinstance(parsed, str) and isinstance(parsed.item, LabelIn) \
                     and pair_problem(self, parsed.item.a, parsed.item.b) is None:
-                self.pending.append((line, parsed.item))
+                item = parsed.item
+                self.labels += 1
+                self.pending.append((line, self.names.setdefault(item.a, item.a),
+                                     self.names.setdefault(item.b, item.b), item.positive))
                 continue
+            if self.labels:
+                self.labels_last = False
             self.flush()  # errors come out in the order of their lines
             if isinstance(parsed, str):
                 self.fail(line, parsed)
@@ -493,12 +595,7 @@ class _Validator:
         self.flush()
 
 
-def validate(view: ProjectView, source: Source) -> int:
-    """Check every record of ``source`` against the project; the number of records.
-
-    Raises :class:`InvalidItems` listing each bad line (``{"line", "reason"}``, the first
-    :data:`MAX_LISTED_ERRORS`); the project is not changed either way.
-    """
+def _validated(view: ProjectView, source: Source) -> _Validator:
     checker = _Validator(view)
     view.session.rollback()  # no read transaction stays open during a long validation
     checker.run(source)
@@ -506,7 +603,16 @@ def validate(view: ProjectView, source: Source) -> int:
         error = InvalidItems(checker.errors, "lines of the file")
         error.members["invalid_lines"] = checker.count
         raise error
-    return checker.records
+    return checker
+
+
+def validate(view: ProjectView, source: Source) -> int:
+    """Check every record of ``source`` against the project; the number of records.
+
+    Raises :class:`InvalidItems` listing each bad line (``{"line", "reason"}``, the first
+    :data:`MAX_LISTED_ERRORS`); the project is not changed either way.
+    """
+    return _validated(view, source).records
 
 
 # ---------------------------------------------------------------------------- writing
@@ -545,7 +651,8 @@ def _write_batch(work: ProjectWork, kind: Kind, items: list[Any], summary: Impor
         plan, _ = change_corpus(work, add_links=[(item.source, item.target) for item in items])
         summary.links_created += len(plan.links_added)
     elif kind == "label":
-        written = post_bulk(work, BulkLabels(labels=items))
+        # a run has no length limit: no request made it (validated record by record)
+        written = post_bulk(work, BulkLabels.model_construct(labels=items))
         if isinstance(written, Refused):  # validated, unless labels changed since
             raise written.error
         summary.labels_created += written.answer.created
@@ -566,23 +673,23 @@ Progress = Callable[[int, int], None]
 """Called after each batch written with ``(records in the batch, records in the file)``."""
 
 
-def _write(work: ProjectWork, source: Source, total: int, progress: Progress | None
-           ) -> ImportSummary:
-    summary = ImportSummary()
+def _write(work: ProjectWork, records: Iterable[Record], total: int,
+           progress: Progress | None, summary: ImportSummary | None = None) -> ImportSummary:
+    """Write ``records`` in file order, through the services, batch by batch."""
+    summary = summary or ImportSummary()
     kind: Kind | None = None
     batch: list[Any] = []
-    for _, parsed in source():
-        assert isinstance(parsed, Record)  # validated
+    for record in records:
         summary.records += 1
-        if batch and (parsed.kind != kind or (len(batch) >= BATCH and kind != "label")
-                      or (kind == "label" and _batch(parsed.item) != _batch(batch[0]))):
+        if batch and (record.kind != kind or (len(batch) >= BATCH and kind != "label")
+                      or (kind == "label" and _batch(record.item) != _batch(batch[0]))):
             assert kind is not None
             _write_batch(work, kind, batch, summary)
             if progress is not None:
                 progress(len(batch), total)
             batch = []
-        kind = parsed.kind
-        batch.append(parsed.item)
+        kind = record.kind
+        batch.append(record.item)
     if batch and kind is not None:
         _write_batch(work, kind, batch, summary)
         if progress is not None:
@@ -590,13 +697,83 @@ def _write(work: ProjectWork, source: Source, total: int, progress: Progress | N
     return summary
 
 
-def import_source(work: ProjectWork, source: Source, *,
-                  progress: Progress | None = None) -> ImportSummary:
+def _records(source: Source) -> Iterator[Record]:
+    """The records of a validated source."""
+    for _, parsed in source():
+        assert isinstance(parsed, Record)  # validated
+        yield parsed
+
+
+def _stage_labels(stage: LabelStage, source: Source, summary: ImportSummary, total: int,
+                  progress: Progress | None) -> None:
+    """Stage every run of labels of ``source`` (its other records come first)."""
+    run: dict[tuple[str, str], StagedLine] = {}  # a repeated label is unchanged: kept once
+    lines = 0
+    batch: int | None = None
+
+    def staged(done: int) -> None:
+        if progress is not None:
+            progress(done, total)
+
+    def flush() -> None:
+        nonlocal lines
+        created = stage.stage_run(list(run.values()), staged)
+        summary.labels_created += created
+        summary.labels_unchanged += lines - created
+        summary.records += lines
+        run.clear()
+        lines = 0
+
+    for record in _records(source):
+        item = record.item
+        if isinstance(item, ConceptIn):
+            stage.add_concept(item.name)
+        elif isinstance(item, LabelIn):
+            if lines and _batch(item) != batch:
+                flush()
+            batch = _batch(item)
+            lines += 1
+            if (item.a, item.b) not in run:
+                run[(item.a, item.b)] = stage.label(item.a, item.b, item.positive,
+                                                    item.annotator)
+    if lines:
+        flush()
+
+
+def _import_staged(work: ProjectWork, source: Source, total: int, progress: Progress | None,
+                   policy: StagePolicy) -> ImportSummary:
+    """The labels staged in short writes, then switched in with the rest of the file."""
+    summary = ImportSummary()
+
+    def write_others(work: ProjectWork) -> None:  # in the switch's write transaction
+        others = itertools.takewhile(lambda r: r.kind != "label", _records(source))
+        _write(work, others, total, progress, summary)
+
+    stage = LabelStage.open(work, policy)
+    try:
+        _stage_labels(stage, source, summary, total, progress)
+        stage.switch(write_others)
+    finally:
+        stage.close(policy.timeout)
+    return summary
+
+
+def import_source(work: ProjectWork, source: Source, *, progress: Progress | None = None,
+                  policy: StagePolicy | None = None) -> ImportSummary:
     """Validate every record of ``source``, then write them all in file order, atomically.
 
-    Raises :class:`InvalidItems` (every bad line) before anything is written. The writes share
-    one transaction: a failure part-way (a crash, a concurrent change) stores nothing.
+    Raises :class:`InvalidItems` (every bad line) before anything is written. A file whose
+    labels come last (no retraction) and number at least ``policy.min_labels`` has them
+    staged in short transactions and switched in with its other records in one
+    (:mod:`app.services.staging`); any other file is written in one transaction. Either
+    way a failure part-way (a crash, a concurrent change) stores nothing.
     """
-    total = validate(work, source)
+    checker = _validated(work, source)
+    policy = policy or StagePolicy()
+    records = checker.records
+    staged = checker.labels >= policy.min_labels and checker.labels_last and not checker.retracts
+    del checker  # its copy of the closure: the writes make their own
+    if staged:
+        return _import_staged(work, source, records, progress, policy)
     with work.atomically():  # all of the file or none of it
-        return _write(work, source, total, progress)
+        return _write(work, _records(source), records, progress)

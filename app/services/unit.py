@@ -218,12 +218,13 @@ class ProjectWork(ProjectView):
             self._once = None
 
     @contextmanager
-    def atomically(self) -> Iterator[None]:
+    def atomically(self) -> Iterator[Project]:
         """Every :meth:`write` inside runs in one write transaction: all of them, or none.
 
         For a file import, whose records were all validated before: the write lock is held
         for the whole block (computations included), and a failure anywhere rolls everything
-        back and drops the cache, which had moved ahead.
+        back and drops the cache, which had moved ahead. Yields the locked project row, which
+        the block may also write (a staged import switches its labels in there).
         """
         state = self.state
         try:
@@ -231,7 +232,7 @@ class ProjectWork(ProjectView):
                 assert locked is not None
                 catch_up(self.session, state, locked)
                 self._atomic = locked
-                yield
+                yield locked
         except BaseException:
             state.invalidate()
             raise
