@@ -349,14 +349,16 @@ class JobRunner:
                 return JobRecord.of(row)
             with write_transaction(session):
                 row = session.get(Job, job_id, populate_existing=True)
-                if row is None:
-                    raise JobNotFound(job_id)
-                if row.finished_at is not None and row.finished_at < now - self.ttl:
-                    session.delete(row)
-                    raise JobNotFound(job_id)
-                if self._orphaned(row, now):
+                if row is not None and row.finished_at is not None and \
+                        row.finished_at < now - self.ttl:
+                    session.delete(row)  # committed: expired jobs are deleted, not hidden
+                    row = None
+                elif row is not None and self._orphaned(row, now):
                     _interrupt(row, now, RESTARTED)
-                return JobRecord.of(row)
+                record = None if row is None else JobRecord.of(row)
+            if record is None:
+                raise JobNotFound(job_id)
+            return record
 
     def cancel(self, project_id: int, job_id: int) -> JobRecord:
         """Cancel a job: a queued one never runs; a running one stops at its next progress
