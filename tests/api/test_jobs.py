@@ -1,5 +1,5 @@
 """Feature recomputes as jobs (app.services.jobs, app.routes.jobs): 202, the queue rules,
-cancellation, restarts, expiry and keys."""
+cancellation, restarts, expiry and keys; and the typed client that follows them."""
 
 from __future__ import annotations
 
@@ -19,9 +19,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, select, update
 from sqlalchemy.orm import Session
 
+from app.errors import InvalidItems
 from app.services import corpus
 from models import utcnow
 from models.tables import Job
+from sporal_labelstudio.sporal_client import JobCancelled, JobTimeout, SporalClient, SporalError
 from tests.api.conftest import ADMIN_KEY, assert_problem, new_project
 from tests.api.test_corpus import CONCEPTS, LINKS, computed_project, expected, features_of
 
@@ -313,3 +315,51 @@ def test_a_job_is_read_with_its_projects_key(make_client: Callable[..., TestClie
                              headers={"X-API-Key": other_key}), 404, "job-not-found")
     job = wait_job(admin, location, **{"X-API-Key": key})
     assert job["state"] == "succeeded", job
+
+
+# ---------------------------------------------------------------------------- the typed client
+def _sporal(client: TestClient) -> SporalClient:
+    return SporalClient(str(client.base_url), transport=client._transport)
+
+
+def test_the_client_follows_the_job_and_returns_the_synchronous_answer(
+        client: TestClient) -> None:
+    pid = computed_project(client, PAIRS)
+    seen: list[dict[str, Any]] = []
+    with _sporal(client) as sporal:
+        assert sporal.add_links(pid, [("series", "limit")], respond_async=True,
+                                progress=seen.append) == {
+            "created": 1, "unchanged": 0, "recomputed_pairs": 3}
+        assert seen and seen[-1]["state"] == "succeeded" and seen[-1]["progress"] == 1.0
+        # a synchronous answer is returned as it is
+        assert sporal.add_links(pid, [("integral", "series")]) == {
+            "created": 1, "unchanged": 0, "recomputed_pairs": 3}
+        assert sporal.set_texts(pid, {"series": "Sums of sequences."},
+                                respond_async=True)["recomputed_pairs"] == 3
+        assert sporal.rename_concept(pid, "series", "sum", respond_async=True)["name"] == "sum"
+        assert sporal.remove_link(pid, "integral", "sum", respond_async=True)["created"] == 1
+
+
+def test_the_client_raises_the_jobs_problem_its_cancellation_or_a_timeout(
+        client: TestClient, gate: Gate, monkeypatch: pytest.MonkeyPatch) -> None:
+    pid = computed_project(client, PAIRS)
+    with _sporal(client) as sporal:
+        with pytest.raises(JobTimeout) as waited:
+            sporal.add_links(pid, [("series", "limit")], respond_async=True, timeout=0.3)
+        location = waited.value.job["location"]
+        assert waited.value.job["state"] in ("queued", "running")
+        cancelling = threading.Thread(target=lambda: client.delete(location))
+        cancelling.start()
+        cancelling.join()
+        gate.release.set()
+        with pytest.raises(JobCancelled):
+            sporal.follow_job(location)
+
+        def failing(*args: Any, **kwargs: Any) -> Any:
+            raise InvalidItems([{"index": 0, "reason": "broken"}], "links")
+
+        monkeypatch.setattr(corpus, "recompute_features", failing)
+        with pytest.raises(SporalError) as failed:
+            sporal.add_links(pid, [("integral", "series")], respond_async=True)
+        assert failed.value.status == 422 and failed.value.slug == "invalid-items"
+        assert failed.value.problem["instance"].startswith(f"/projects/{pid}/jobs/")
