@@ -31,9 +31,10 @@ import httpx
 import numpy as np
 
 from benchmarks.serving import Server, create_pool_project
+from reasoning.corpus import random_corpus
 from reasoning.generate import random_order
 
-__all__ = ["main"]
+__all__ = ["computed_project", "heavy_links", "main"]
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -74,6 +75,130 @@ def _hammer_next(base_url: str, pid: int, stop: threading.Event, calls: list[flo
             response = client.get(f"/projects/{pid}/next", params={"k": 100})
             response.raise_for_status()
             calls.append((time.perf_counter() - started) * 1000)
+
+
+def computed_project(client: httpx.Client, name: str, concepts: int, pool: int, words: int,
+                     links: int) -> tuple[int, list[tuple[str, str]]]:
+    """A project whose features sporal computes: ``concepts`` concepts with texts, their
+    links and ``pool`` pool pairs; and ``links`` new links to post to it."""
+    corpus = random_corpus(concepts, pool, words=words, random_state=6)
+    titles = corpus.titles
+    pid = int(client.post("/projects", json={"name": name}).json()["id"])
+    client.post(f"/projects/{pid}/concepts", json={"concepts": [
+        {"name": t, "text": x} for t, x in zip(titles, corpus.texts, strict=True)]}
+                ).raise_for_status()
+    known = {(titles[u], titles[v]) for u, v in corpus.links.tolist()}
+    client.post(f"/projects/{pid}/links", json={"links": [
+        {"source": u, "target": v} for u, v in sorted(known)]}).raise_for_status()
+    client.post(f"/projects/{pid}/pairs", json={"pairs": [
+        {"a": titles[a], "b": titles[b]} for a, b in corpus.order.pool.tolist()]},
+                timeout=600).raise_for_status()
+    new = [(titles[b], titles[a]) for a, b in corpus.order.pool.tolist()
+           if (titles[b], titles[a]) not in known]
+    return pid, list(dict.fromkeys(new))[:links]
+
+
+def _watch_health(base_url: str, stop: threading.Event, times: list[float],
+                  statuses: list[int]) -> None:
+    with httpx.Client(base_url=base_url, timeout=30) as client:
+        while not stop.is_set():
+            started = time.perf_counter()
+            try:
+                statuses.append(client.get("/health").status_code)
+            except httpx.TimeoutException:
+                statuses.append(0)
+            times.append((time.perf_counter() - started) * 1000)
+            stop.wait(0.05)
+
+
+def _post_link(base_url: str, pid: int, link: tuple[str, str], start: threading.Barrier,
+               deadline: float, out: list[tuple[int, str | None]]) -> None:
+    """POST one link, again after ``Retry-After`` while refused (429, 503), until accepted."""
+    with httpx.Client(base_url=base_url, timeout=120) as client:
+        start.wait()
+        while True:
+            try:
+                response = client.post(f"/projects/{pid}/links", json={"links": [
+                    {"source": link[0], "target": link[1]}]})
+            except httpx.TimeoutException:
+                out.append((0, None))  # no answer in 120 s
+                return
+            out.append((response.status_code, response.headers.get("location")))
+            if response.status_code not in (429, 503) or time.monotonic() > deadline:
+                return
+            time.sleep(float(response.headers.get("retry-after", "1")))
+
+
+def _last_job(client: httpx.Client, answers: list[tuple[int, str | None]],
+              timeout: float) -> dict[str, Any] | None:
+    """The newest job the link POSTs started, once it ended (None: no job)."""
+    jobs = sorted({loc for status, loc in answers if status == 202 and loc},
+                  key=lambda loc: int(loc.rsplit("/", 1)[1]))
+    if not jobs:
+        return None
+    deadline = time.monotonic() + timeout
+    while True:
+        job: dict[str, Any] = client.get(jobs[-1]).json()
+        if job["state"] in ("succeeded", "failed", "cancelled") or time.monotonic() > deadline:
+            return job
+        time.sleep(0.1)
+
+
+def _labels_meanwhile(base_url: str, pid: int, labels: list[tuple[str, str, str]],
+                      posters: list[threading.Thread]) -> tuple[list[float], list[int]]:
+    """Post labels one by one while the posters run (at least 100); each waits 10 s at most
+    (status 0: no answer)."""
+    times, statuses = [], []
+    with httpx.Client(base_url=base_url, timeout=10) as client:
+        for a, b, value in labels:
+            if not any(poster.is_alive() for poster in posters) and len(times) >= 100:
+                break
+            started = time.perf_counter()
+            try:
+                status = client.post(f"/projects/{pid}/labels",
+                                     json={"a": a, "b": b, "label": value}).status_code
+            except httpx.TimeoutException:
+                status = 0
+            times.append((time.perf_counter() - started) * 1000)
+            statuses.append(status)
+    return times, statuses
+
+
+def heavy_links(client: httpx.Client, *, concepts: int, pool: int, words: int = 200,
+                posts: int = 50, deadline: float = 120.0) -> dict[str, Any]:
+    """``posts`` concurrent link POSTs on a computed-features project, while another project
+    posts labels one by one and ``/health`` is watched.
+
+    Returns every answer of the link POSTs (``statuses``), ``/health``'s latencies and
+    statuses, the other project's label latencies and statuses, how many of the ``links_new``
+    links were stored (``links_added``) and the last job, waited for.
+    """
+    base_url = str(client.base_url)
+    b, labels = _small_project(client, 40)
+    pid, links = computed_project(client, "P", concepts, pool, words, posts)
+    before = client.get(f"/projects/{pid}/links", params={"limit": 1}).json()["total"]
+    stop, health, health_statuses = threading.Event(), [], []
+    watcher = threading.Thread(target=_watch_health, args=(base_url, stop, health,
+                                                           health_statuses))
+    watcher.start()
+    start, answers = threading.Barrier(len(links) + 1), []
+    until = time.monotonic() + deadline
+    posters = [threading.Thread(target=_post_link, args=(base_url, pid, link, start, until,
+                                                          answers)) for link in links]
+    for poster in posters:
+        poster.start()
+    start.wait()
+    label_ms, label_statuses = _labels_meanwhile(base_url, b, labels, posters)
+    for poster in posters:
+        poster.join()
+    last = _last_job(client, answers, deadline)
+    stop.set()
+    watcher.join()
+    stored = client.get(f"/projects/{pid}/links", params={"limit": 1}).json()["total"]
+    return {"statuses": [status for status, _ in answers], "health_ms": health,
+            "health_statuses": health_statuses, "label_ms": label_ms,
+            "label_statuses": label_statuses, "links_new": len(links),
+            "links_added": stored - before, "last_job": last}
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
