@@ -120,6 +120,15 @@ def _tune_collector() -> None:
     gc.freeze()
 
 
+def _include_routers(app: FastAPI) -> None:
+    for module in (meta, projects, concepts, pairs, corpus, labels, queries, export,
+                   importing, jobs):
+        for name in ("admin_router", "router"):
+            router = getattr(module, name, None)
+            if router is not None:
+                app.include_router(router)
+
+
 def _job_runner(runtime: Runtime) -> JobRunner:
     settings = runtime.settings
     return JobRunner(runtime.database, workers=settings.job_workers, max_jobs=settings.max_jobs,
@@ -169,12 +178,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.jobs = runner
     app.state.inflight = InFlight()
     install_error_handlers(app)
-    for module in (meta, projects, concepts, pairs, corpus, labels, queries, export,
-                   importing, jobs):
-        for name in ("admin_router", "router"):
-            router = getattr(module, name, None)
-            if router is not None:
-                app.include_router(router)
+    _include_routers(app)
     _document_security(app, settings)
     install_docs(app)
     install_ui(app)

@@ -9,6 +9,11 @@ Meanwhile project A does heavy work, in one of two scenarios:
   into its own project (registered with its concepts beforehand) with ``POST labels/bulk``
   (about ``chain²`` decided pairs each), for as long as B posts its labels.
 
+* ``links``: ``--link-posts`` (50) concurrent ``POST links`` on a project whose features
+  sporal computes (``--link-concepts`` concepts with texts, 400, and ``--link-pool`` pool
+  pairs, 4,000), each retried after ``Retry-After`` while refused (429), while ``/health``
+  is watched; it prints the answers, ``/health``'s slowest answer and the last job's state.
+
 Each scenario prints B's label p50/p99 while A works, against B alone before it (the baseline
 in the same server and process), and writes ``isolation.csv`` and ``summary.md``.
 
@@ -24,6 +29,7 @@ import csv
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -201,6 +207,77 @@ def heavy_links(client: httpx.Client, *, concepts: int, pool: int, words: int = 
             "links_added": stored - before, "last_job": last}
 
 
+def _next_row(client: httpx.Client, base_url: str, b: int,
+              labels: list[tuple[str, str, str]], args: argparse.Namespace) -> dict[str, Any]:
+    """B's labels while two clients call ``next?k=100`` on a large project A."""
+    order = random_order(args.concepts, args.pool, degree=5, depth=20, random_state=3)
+    names = [f"a{i}" for i in order.concepts]
+    features = np.random.default_rng(4).normal(size=(len(order.pool), 38))
+    a = create_pool_project(client, "A", names,
+                            [(names[x], names[y]) for x, y in order.pool.tolist()], features)
+    client.post(f"/projects/{a}/labels/bulk", json={"labels": [
+        {"a": names[x], "b": names[y], "label": "positive" if v else "negative"}
+        for x, y, v in order.sample_labels(200, random_state=5)]}).raise_for_status()
+    client.get(f"/projects/{a}/next", params={"k": 100}).raise_for_status()  # warm
+    stop, calls = threading.Event(), []
+    threads = [threading.Thread(target=_hammer_next, args=(base_url, a, stop, calls))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    time.sleep(1.0)
+    busy = _post_labels(client, b, labels, stop, args.labels)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    row = {"scenario": "next", "a_work": f"{len(calls)} next?k=100, p50 "
+           f"{_percentile(calls, 50):.0f} ms", "n": len(busy),
+           "p50": _percentile(busy, 50), "p99": _percentile(busy, 99)}
+    print(f"B while two clients call next?k=100 on A ({args.concepts} concepts): label "
+          f"p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms; A: {row['a_work']}")
+    return row
+
+
+def _chain_row(client: httpx.Client, base_url: str, b: int,
+               labels: list[tuple[str, str, str]], args: argparse.Namespace) -> dict[str, Any]:
+    """B's labels while A imports chains, one after another, each into its own project."""
+    names = [f"chain{i}" for i in range(args.chain)]
+    done = threading.Event()
+    imports: list[float] = []
+    # projects with their concepts ready, so that A's work is the imports alone
+    ready = []
+    for _ in range(args.chains):
+        c = client.post("/projects", json={"name": "chain"}).json()["id"]
+        client.post(f"/projects/{c}/concepts", json={
+            "concepts": [{"name": x} for x in names]}).raise_for_status()
+        ready.append(c)
+    body = {"labels": [{"a": x, "b": y, "label": "positive"}
+                       for x, y in zip(names, names[1:], strict=False)]}
+
+    def import_chains() -> None:
+        # one chain after another, each into its own project, until B has its labels
+        with httpx.Client(base_url=base_url, timeout=1200) as other:
+            for c in ready:
+                if done.is_set():
+                    break
+                started = time.perf_counter()
+                other.post(f"/projects/{c}/labels/bulk", json=body).raise_for_status()
+                imports.append(time.perf_counter() - started)
+
+    thread = threading.Thread(target=import_chains)
+    thread.start()
+    time.sleep(0.5)
+    busy = _post_labels(client, b, labels, None, args.labels)
+    done.set()
+    thread.join()
+    row = {"scenario": "chain", "a_work": f"{len(imports)} {args.chain}-chain bulk "
+           f"imports, p50 {_percentile(imports, 50):.2f} s", "n": len(busy),
+           "p50": _percentile(busy, 50), "p99": _percentile(busy, 99)}
+    print(f"B while A imports {args.chain}-chains one after another: label p50 "
+          f"{row['p50']:.1f} ms, p99 {row['p99']:.1f} ms over {len(busy)} labels; A: "
+          f"{row['a_work']}")
+    return row
+
+
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp, \
@@ -213,86 +290,47 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                      "p50": _percentile(baseline, 50), "p99": _percentile(baseline, 99)})
         print(f"B alone: label p50 {rows[-1]['p50']:.1f} ms, p99 {rows[-1]['p99']:.1f} ms")
         labels = labels[args.labels:]
-
         if "next" in args.scenarios:
-            order = random_order(args.concepts, args.pool, degree=5, depth=20, random_state=3)
-            names = [f"a{i}" for i in order.concepts]
-            features = np.random.default_rng(4).normal(size=(len(order.pool), 38))
-            a = create_pool_project(client, "A", names,
-                                    [(names[x], names[y]) for x, y in order.pool.tolist()],
-                                    features)
-            client.post(f"/projects/{a}/labels/bulk", json={"labels": [
-                {"a": names[x], "b": names[y], "label": "positive" if v else "negative"}
-                for x, y, v in order.sample_labels(200, random_state=5)]}).raise_for_status()
-            client.get(f"/projects/{a}/next", params={"k": 100}).raise_for_status()  # warm
-            stop, calls = threading.Event(), []
-            threads = [threading.Thread(target=_hammer_next, args=(server.base_url, a, stop,
-                                                                    calls)) for _ in range(2)]
-            for thread in threads:
-                thread.start()
-            time.sleep(1.0)
-            busy = _post_labels(client, b, labels, stop, args.labels)
-            stop.set()
-            for thread in threads:
-                thread.join()
+            rows.append(_next_row(client, server.base_url, b, labels, args))
             labels = labels[args.labels:]
-            rows.append({"scenario": "next", "a_work": f"{len(calls)} next?k=100, p50 "
-                         f"{_percentile(calls, 50):.0f} ms", "n": len(busy),
-                         "p50": _percentile(busy, 50), "p99": _percentile(busy, 99)})
-            print(f"B while two clients call next?k=100 on A ({args.concepts} concepts): label "
-                  f"p50 {rows[-1]['p50']:.1f} ms, p99 {rows[-1]['p99']:.1f} ms; A: "
-                  f"{rows[-1]['a_work']}")
-
         if "chain" in args.scenarios:
-            names = [f"chain{i}" for i in range(args.chain)]
-            done = threading.Event()
-            imports: list[float] = []
-
-            # projects with their concepts ready, so that A's work is the imports alone
-            ready = []
-            for _ in range(args.chains):
-                c = client.post("/projects", json={"name": "chain"}).json()["id"]
-                client.post(f"/projects/{c}/concepts", json={
-                    "concepts": [{"name": x} for x in names]}).raise_for_status()
-                ready.append(c)
-            body = {"labels": [{"a": x, "b": y, "label": "positive"}
-                               for x, y in zip(names, names[1:], strict=False)]}
-
-            def import_chains() -> None:
-                # one chain after another, each into its own project, until B has its labels
-                with httpx.Client(base_url=server.base_url, timeout=1200) as other:
-                    for c in ready:
-                        if done.is_set():
-                            break
-                        started = time.perf_counter()
-                        other.post(f"/projects/{c}/labels/bulk", json=body).raise_for_status()
-                        imports.append(time.perf_counter() - started)
-
-            thread = threading.Thread(target=import_chains)
-            thread.start()
-            time.sleep(0.5)
-            busy = _post_labels(client, b, labels, None, args.labels)
-            done.set()
-            thread.join()
-            rows.append({"scenario": "chain", "a_work": f"{len(imports)} {args.chain}-chain bulk "
-                         f"imports, p50 {_percentile(imports, 50):.2f} s", "n": len(busy),
-                         "p50": _percentile(busy, 50), "p99": _percentile(busy, 99)})
-            print(f"B while A imports {args.chain}-chains one after another: label p50 "
-                  f"{rows[-1]['p50']:.1f} ms, p99 {rows[-1]['p99']:.1f} ms over {len(busy)} "
-                  f"labels; A: {rows[-1]['a_work']}")
+            rows.append(_chain_row(client, server.base_url, b, labels, args))
+        if "links" in args.scenarios:
+            rows.append(_links_row(client, args))
     return rows
+
+
+def _links_row(client: httpx.Client, args: argparse.Namespace) -> dict[str, Any]:
+    figures = heavy_links(client, concepts=args.link_concepts, pool=args.link_pool,
+                          posts=args.link_posts)
+    statuses = Counter(figures["statuses"])
+    job = figures["last_job"] or {}
+    work = (f"{args.link_posts} concurrent link POSTs ({args.link_concepts} concepts with "
+            f"texts, {args.link_pool} pairs): answers {dict(sorted(statuses.items()))}, "
+            f"/health max {max(figures['health_ms']):.0f} ms, last job {job.get('state')}")
+    row = {"scenario": "links", "a_work": work, "n": len(figures["label_ms"]),
+           "p50": _percentile(figures["label_ms"], 50),
+           "p99": _percentile(figures["label_ms"], 99)}
+    print(f"B while {work}: label p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms; "
+          f"5xx: {sum(n for s, n in statuses.items() if s >= 500)}, B's non-2xx: "
+          f"{sum(1 for s in figures['label_statuses'] if not 200 <= s < 300)}")
+    return row
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--scenarios", default="next,chain")
+    parser.add_argument("--scenarios", default="next,chain,links")
     parser.add_argument("--concepts", type=int, default=5000)
     parser.add_argument("--pool", type=int, default=20000)
     parser.add_argument("--chain", type=int, default=900)
     parser.add_argument("--chains", type=int, default=80,
                         help="projects ready for the chain imports (A stops when they run out)")
     parser.add_argument("--labels", type=int, default=150, help="B's labels per measurement")
+    parser.add_argument("--link-concepts", type=int, default=400,
+                        help="links: concepts with texts of the computed-features project")
+    parser.add_argument("--link-pool", type=int, default=4000, help="links: its pool pairs")
+    parser.add_argument("--link-posts", type=int, default=50, help="links: concurrent POSTs")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     rows = run(args)
