@@ -49,6 +49,7 @@ from app.errors import (
     JobInterrupted,
     JobNotFound,
     JobsBusy,
+    ProjectNotFound,
     ServiceError,
     TooManyHeavyRequests,
     problem_body,
@@ -420,13 +421,21 @@ class JobRunner:
 
     # ------------------------------------------------------------------ running
     def _work(self) -> None:
+        """One job thread: claim, run, record; no error of one job ends the thread."""
         while True:
-            claimed = self._next()
+            try:
+                claimed = self._next()
+            except Exception:  # e.g. a database busy past its timeout: try again
+                logger.exception("a job could not be started")
+                time.sleep(REPORT_INTERVAL)
+                continue
             if claimed is None:
                 return
             job_id, pending = claimed
             try:
                 self._run(job_id, pending)
+            except Exception:  # its end could not be recorded: a restart will mark it
+                logger.exception("job %d: its end could not be recorded", job_id)
             finally:
                 with self._changed:
                     self._running.pop(job_id, None)
@@ -448,7 +457,15 @@ class JobRunner:
                 job_id, pending = ready[0]
                 del self._pending[job_id]
                 self._running[job_id] = pending.project_id
-            claimed = self._claim(job_id, pending.project_id)
+            try:
+                claimed = self._claim(job_id, pending.project_id)
+            except ProjectNotFound:  # deleted with its jobs meanwhile
+                claimed = False
+            except Exception:  # tried again after a pause
+                with self._changed:
+                    self._running.pop(job_id, None)
+                    self._pending.setdefault(job_id, pending)
+                raise
             if claimed is True:
                 return job_id, pending
             with self._changed:

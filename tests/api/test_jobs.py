@@ -234,6 +234,21 @@ def test_a_cancelled_queued_job_never_runs_and_a_running_one_stops(
     assert_problem(large.get(f"/projects/{pid}/jobs/999999"), 404, "job-not-found")
 
 
+def test_the_jobs_of_a_deleted_project_end_quietly_and_the_runner_goes_on(
+        large: TestClient, gate: Gate) -> None:
+    pid = computed_project(large, PAIRS)
+    _link(large, pid, "series", "limit")
+    gate.wait_running()
+    _link(large, pid, "series", "derivative")
+    assert large.delete(f"/projects/{pid}").status_code == 204
+    gate.release.set()
+    other = computed_project(large, PAIRS)
+    for _ in range(3):  # more jobs than threads: none of them died
+        job = wait_job(large, _link(large, other, "series", "limit").headers["location"])
+        assert job["state"] == "succeeded", job
+        large.delete(f"/projects/{other}/links", params={"source": "series", "target": "limit"})
+
+
 def _insert_job(database_url: str, pid: int, owner: str, state: str,
                 seconds_ago: float = 0.0, finished: bool = False) -> int:
     engine = create_engine(database_url)
