@@ -31,8 +31,8 @@ from app.services.jobs import JobRecord, JobRunner
 from app.services.unit import ProjectWork
 from app.settings import Settings
 
-__all__ = ["HeavyChange", "HeavyTextChange", "Changes", "change_responses", "job_read",
-           "router"]
+__all__ = ["Changes", "HeavyChange", "HeavyTextChange", "JobsDep", "accepted",
+           "change_responses", "job_read", "router"]
 
 A = TypeVar("A", bound=BaseModel)
 
@@ -112,11 +112,19 @@ class Changes:
                 return answer
             job = place.submit(RECOMPUTE, partial(corpus.recompute_features, self.runtime,
                                                   pid, answer=answer.model_dump(mode="json")))
-        body = JobAccepted(**job_read(job).model_dump(), stored=answer.model_dump(mode="json"))
-        headers = {"Location": self.root_path + job.location}
-        if self.asked:
-            headers["Preference-Applied"] = "respond-async"
-        return JSONResponse(body.model_dump(mode="json"), status_code=202, headers=headers)
+        return accepted(job, answer.model_dump(mode="json"), asked=self.asked,
+                        root_path=self.root_path)
+
+
+def accepted(job: JobRecord, stored: dict[str, Any], *, asked: bool,
+             root_path: str = "") -> JSONResponse:
+    """``202 Accepted`` with ``job`` (its ``Location``) and what the request ``stored``;
+    ``Preference-Applied: respond-async`` when the client ``asked`` for it."""
+    body = JobAccepted(**job_read(job).model_dump(), stored=stored)
+    headers = {"Location": root_path + job.location}
+    if asked:
+        headers["Preference-Applied"] = "respond-async"
+    return JSONResponse(body.model_dump(mode="json"), status_code=202, headers=headers)
 
 
 PreferHeader = Annotated[str | None, Header(
