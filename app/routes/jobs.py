@@ -147,7 +147,10 @@ async def _heavy(project_id: ProjectIdPath, request: Request,
 
 async def _heavy_if_texts(project_id: ProjectIdPath, request: Request,
                           prefer: PreferHeader = None) -> AsyncIterator[Changes]:
-    body = await request.json()  # already parsed for the route: no second parse
+    try:
+        body = await request.json()  # already parsed for the route: no second parse
+    except ValueError:  # no body, or not JSON: the route answers 422, no texts here
+        body = None
     concepts = body.get("concepts") if isinstance(body, dict) else None
     texts = isinstance(concepts, list) and any(
         isinstance(c, dict) and c.get("text") is not None for c in concepts)

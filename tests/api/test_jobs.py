@@ -378,3 +378,11 @@ def test_the_client_raises_the_jobs_problem_its_cancellation_or_a_timeout(
             sporal.add_links(pid, [("integral", "series")], respond_async=True)
         assert failed.value.status == 422 and failed.value.slug == "invalid-items"
         assert failed.value.problem["instance"].startswith(f"/projects/{pid}/jobs/")
+
+
+def test_a_concepts_post_without_a_json_body_is_a_422_not_a_500(client: TestClient) -> None:
+    pid = new_project(client, ["a"])
+    for content in (b"", b"not json", b"[1, 2]"):
+        response = client.post(f"/projects/{pid}/concepts", content=content,
+                               headers={"Content-Type": "application/json", **ASYNC})
+        assert_problem(response, 422, "validation-error")
