@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Depends, Header, Request
+from fastapi import APIRouter, Depends, Header, Path, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
@@ -25,7 +25,7 @@ from app.errors import PROBLEM_MEDIA_TYPE
 from app.routes.common import StrictJSONRoute, problem_responses
 from app.runtime import Runtime
 from app.schemas import JobAccepted, JobRead, Problem
-from app.security import ProjectIdPath, ProjectKeyDep
+from app.security import MAX_ID, ProjectIdPath, ProjectKeyDep
 from app.services import corpus
 from app.services.jobs import JobRecord, JobRunner
 from app.services.unit import ProjectWork
@@ -63,14 +63,17 @@ def job_read(job: JobRecord) -> JobRead:
                    finished_at=job.finished_at, location=job.location)
 
 
+JobIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="The job's id.")]
+
+
 @router.get("/{job_id}", response_model=JobRead)
-def read_job(project_id: ProjectIdPath, job_id: int, jobs: JobsDep) -> JobRead:
+def read_job(project_id: ProjectIdPath, job_id: JobIdPath, jobs: JobsDep) -> JobRead:
     """A job's state, progress, and its result or problem (404 once expired)."""
     return job_read(jobs.get(project_id, job_id))
 
 
 @router.delete("/{job_id}", response_model=JobRead)
-def cancel_job(project_id: ProjectIdPath, job_id: int, jobs: JobsDep) -> JobRead:
+def cancel_job(project_id: ProjectIdPath, job_id: JobIdPath, jobs: JobsDep) -> JobRead:
     """Cancel a job: a queued one never runs (state `cancelled`); a running one stops at its
     next progress step, before it stores anything (`cancel_requested` until then); a finished
     one is left as it is."""

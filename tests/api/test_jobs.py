@@ -232,6 +232,7 @@ def test_a_cancelled_queued_job_never_runs_and_a_running_one_stops(
     assert features_of(large, pid) == before  # the links are stored, the features unchanged
     assert large.delete(running["location"]).json()["state"] == "cancelled"  # stays as it is
     assert_problem(large.get(f"/projects/{pid}/jobs/999999"), 404, "job-not-found")
+    assert_problem(large.get(f"/projects/{pid}/jobs/{2**63}"), 422, "validation-error")
 
 
 def test_the_jobs_of_a_deleted_project_end_quietly_and_the_runner_goes_on(
