@@ -20,7 +20,9 @@ from sqlalchemy import create_engine, select, update
 from sqlalchemy.orm import Session
 
 from app.errors import InvalidItems
+from app.main import create_app
 from app.services import corpus
+from app.settings import Settings
 from models import utcnow
 from models.tables import Job
 from sporal_labelstudio.sporal_client import JobCancelled, JobTimeout, SporalClient, SporalError
@@ -287,6 +289,23 @@ def test_a_restart_marks_the_jobs_of_a_dead_process_failed(
         assert job["finished_at"] is not None
     for job_id in (alive_here, alive_there):
         assert restarted.get(f"/projects/{pid}/jobs/{job_id}").json()["state"] == "running"
+
+
+def test_a_shutdown_ends_its_queued_and_running_jobs_as_interrupted(
+        make_client: Callable[..., TestClient], database_url: str, gate: Gate) -> None:
+    settings = Settings(database_url=database_url, recompute_async_threshold=1)
+    with TestClient(create_app(settings)) as first:
+        pid = computed_project(first, PAIRS)
+        running = _link(first, pid, "series", "limit").json()
+        gate.wait_running()
+        queued = _link(first, pid, "series", "derivative").json()
+        threading.Timer(0.5, gate.release.set).start()  # while the server stops
+    restarted = make_client()
+    for job in (queued, running):
+        ended = restarted.get(job["location"]).json()
+        assert ended["state"] == "failed", ended
+        assert ended["reason"] == "interrupted by a shutdown", ended
+        assert ended["problem"]["type"] == "/problems/job-interrupted"
 
 
 def test_finished_jobs_expire(make_client: Callable[..., TestClient],
