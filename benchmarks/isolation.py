@@ -151,13 +151,15 @@ def _last_job(client: httpx.Client, answers: list[tuple[int, str | None]],
 
 
 def _labels_meanwhile(base_url: str, pid: int, labels: list[tuple[str, str, str]],
-                      posters: list[threading.Thread]) -> tuple[list[float], list[int]]:
-    """Post labels one by one while the posters run (at least 100); each waits 10 s at most
-    (status 0: no answer)."""
+                      posters: list[threading.Thread],
+                      until: float) -> tuple[list[float], list[int]]:
+    """Post labels one by one while the posters run (at least 100 unless past ``until``);
+    each waits 10 s at most (status 0: no answer)."""
     times, statuses = [], []
     with httpx.Client(base_url=base_url, timeout=10) as client:
         for a, b, value in labels:
-            if not any(poster.is_alive() for poster in posters) and len(times) >= 100:
+            if not any(poster.is_alive() for poster in posters) and (
+                    len(times) >= 100 or time.monotonic() > until):
                 break
             started = time.perf_counter()
             try:
@@ -194,7 +196,7 @@ def heavy_links(client: httpx.Client, *, concepts: int, pool: int, words: int = 
     for poster in posters:
         poster.start()
     start.wait()
-    label_ms, label_statuses = _labels_meanwhile(base_url, b, labels, posters)
+    label_ms, label_statuses = _labels_meanwhile(base_url, b, labels, posters, until)
     for poster in posters:
         poster.join()
     last = _last_job(client, answers, deadline)
