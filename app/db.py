@@ -39,6 +39,7 @@ __all__ = [
     "get_database",
     "get_session",
     "make_engine",
+    "pool_sizes",
     "migrate",
     "write_transaction",
 ]
@@ -48,9 +49,9 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 # Execution option that turns the next transaction of a connection into a write transaction.
 WRITE_OPTION = "sporal_write"
 
-# Connections per process: as many as the threads that run requests (anyio's default 40).
-POOL_SIZE = 10
-POOL_OVERFLOW = 30
+# Connections taken outside request threads and jobs: the warm-up, the job heartbeat, the
+# key check's lookups between two requests' threads.
+SPARE_CONNECTIONS = 4
 
 # Key of the PostgreSQL advisory lock held while migrations run (any fixed 64-bit number).
 MIGRATION_LOCK_KEY = 0x5350_4F52_414C  # "SPORAL"
@@ -105,7 +106,22 @@ def _configure_sqlite(engine: Engine, settings: Settings) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
-def make_engine(database_url: str, settings: Settings | None = None) -> Engine:
+def pool_sizes(settings: Settings) -> tuple[int, int]:
+    """The connection pool of one process: ``(pool_size, max_overflow)``.
+
+    Every thread that runs a request (``request_threads``) or a job (``job_workers``) holds
+    at most one connection at a time, so the pool has one for each and a few spare: a request
+    never waits for a connection, and never meets ``QueuePool limit ... reached``. The
+    overflow covers streamed answers (an export holds its connection between the chunks it
+    sends, without a thread).
+    """
+    return (settings.request_threads + settings.job_workers + SPARE_CONNECTIONS,
+            settings.request_threads)
+
+
+def make_engine(database_url: str, settings: Settings | None = None, *,
+                pool: tuple[int, int] | None = None, pool_timeout: float = 30.0,
+                busy_timeout_ms: int | None = None) -> Engine:
     """An engine for ``database_url`` configured for concurrent requests.
 
     Parameters
@@ -114,8 +130,17 @@ def make_engine(database_url: str, settings: Settings | None = None) -> Engine:
         A SQLAlchemy URL (``sqlite:///path`` or ``postgresql+psycopg://...``).
     settings : Settings, optional
         Busy timeout and synchronous mode for SQLite; default the process settings.
+    pool : (int, int), optional
+        Pool size and overflow; default :func:`pool_sizes` of ``settings``.
+    pool_timeout : float
+        Seconds to wait for a free connection (then ``TimeoutError``: 503 database-busy).
+    busy_timeout_ms : int, optional
+        SQLite's busy timeout; default ``settings.sqlite_busy_timeout_ms``.
     """
     settings = settings or get_settings()
+    if busy_timeout_ms is not None:
+        settings = settings.model_copy(update={"sqlite_busy_timeout_ms": busy_timeout_ms})
+    pool_size, max_overflow = pool or pool_sizes(settings)
     url = make_url(database_url)
     if url.get_backend_name() == "sqlite":
         database = url.database or ""
@@ -127,32 +152,49 @@ def make_engine(database_url: str, settings: Settings | None = None) -> Engine:
                 "check_same_thread": False,
                 "timeout": settings.sqlite_busy_timeout_ms / 1000,
             },
-            # Enough connections for every thread of the request pool (40): a request that
-            # waits for a project's lock holds its connection meanwhile.
-            pool_size=POOL_SIZE,
-            max_overflow=POOL_OVERFLOW,
+            pool_size=pool_size,
+            max_overflow=max_overflow,
+            pool_timeout=pool_timeout,
         )
         _configure_sqlite(engine, settings)
         return engine
     if url.get_backend_name() == "postgresql" and url.drivername == "postgresql":
         url = url.set(drivername="postgresql+psycopg")  # the driver we ship
-    return create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
+    return create_engine(url, pool_pre_ping=True, pool_size=pool_size,
+                         max_overflow=max_overflow, pool_timeout=pool_timeout)
 
 
 class Database:
-    """An engine and its session factory."""
+    """An engine and its session factory, and a small engine of its own for ``/health``.
+
+    The health engine (two connections, a short wait for one, a short busy timeout) is never
+    taken by requests, so the health check answers within ``health_timeout`` however busy the
+    request pool is.
+    """
 
     def __init__(self, database_url: str, settings: Settings | None = None) -> None:
+        settings = settings or get_settings()
         self.url = database_url
         self.engine = make_engine(database_url, settings)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self.health_timeout = settings.health_timeout
+        self.health_engine = make_engine(
+            database_url, settings, pool=(1, 1), pool_timeout=settings.health_timeout,
+            busy_timeout_ms=int(settings.health_timeout * 1000))
 
     @property
     def is_sqlite(self) -> bool:
         return self.engine.dialect.name == "sqlite"
 
+    def ping(self) -> str:
+        """Run ``SELECT 1`` on the health engine; the database's dialect name."""
+        with self.health_engine.connect() as connection:
+            connection.execute(select(1))
+        return self.health_engine.dialect.name
+
     def dispose(self) -> None:
         self.engine.dispose()
+        self.health_engine.dispose()
 
 
 @contextmanager

@@ -42,6 +42,9 @@ __all__ = [
     "InvalidCursor",
     "InvalidItems",
     "InvalidLabel",
+    "JobInterrupted",
+    "JobNotFound",
+    "JobsBusy",
     "InUse",
     "LabelNotFound",
     "ModelNotReady",
@@ -49,6 +52,7 @@ __all__ = [
     "ProblemResponse",
     "ProjectNotFound",
     "ServiceError",
+    "TooManyHeavyRequests",
     "Unauthorized",
     "UnknownConcepts",
     "UnknownStrategy",
@@ -281,6 +285,42 @@ class ModelNotReady(ServiceError):
     def __init__(self, name: str, waited: float) -> None:
         super().__init__(f"no {name} model trained on the current labels after {waited:g} s",
                          headers={"Retry-After": "1"})
+
+
+class JobNotFound(ServiceError):
+    slug, status, title = "job-not-found", 404, "Job not found"
+    description = ("No job of this project has this id (finished jobs are deleted after "
+                   "SPORAL_JOB_TTL_SECONDS).")
+
+    def __init__(self, job_id: int) -> None:
+        super().__init__(f"job {job_id}: no such job in this project")
+
+
+class TooManyHeavyRequests(ServiceError):
+    slug, status, title = "too-many-requests", 429, "Too many heavy requests"
+    description = ("The project already has SPORAL_HEAVY_REQUESTS_PER_PROJECT heavy requests "
+                   "(link or text changes, renames) in flight; retry after `Retry-After` "
+                   "seconds.")
+
+    def __init__(self, project_id: int, limit: int) -> None:
+        super().__init__(f"project {project_id} already has {limit} heavy request(s) in "
+                         "flight; retry", headers={"Retry-After": "1"})
+
+
+class JobsBusy(ServiceError):
+    slug, status, title = "jobs-busy", 503, "Too many jobs"
+    description = ("The process already holds SPORAL_MAX_JOBS queued or running jobs; nothing "
+                   "was stored. Retry after `Retry-After` seconds.")
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"{limit} jobs are queued or running; nothing was stored, retry",
+                         headers={"Retry-After": "2"})
+
+
+class JobInterrupted(ServiceError):
+    slug, status, title = "job-interrupted", 503, "Job interrupted"
+    description = ("The process running the job stopped (a restart) before it ended; what "
+                   "the job was to do was not done. Send the change again to redo it.")
 
 
 class InternalError(ServiceError):

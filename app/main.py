@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from sqlalchemy.engine import make_url
@@ -25,6 +26,7 @@ from app.routes import (
     corpus,
     export,
     importing,
+    jobs,
     labels,
     meta,
     pairs,
@@ -35,6 +37,7 @@ from app.routes.docs import install_docs
 from app.routes.ui import install_ui
 from app.runtime import Runtime
 from app.services.idempotency import InFlight
+from app.services.jobs import JobRunner
 from app.services.state import StateRegistry, warm_up
 from app.settings import Settings, get_settings
 
@@ -117,6 +120,23 @@ def _tune_collector() -> None:
     gc.freeze()
 
 
+def _include_routers(app: FastAPI) -> None:
+    for module in (meta, projects, concepts, pairs, corpus, labels, queries, export,
+                   importing, jobs):
+        for name in ("admin_router", "router"):
+            router = getattr(module, name, None)
+            if router is not None:
+                app.include_router(router)
+
+
+def _job_runner(runtime: Runtime) -> JobRunner:
+    settings = runtime.settings
+    return JobRunner(runtime.database, workers=settings.job_workers, max_jobs=settings.max_jobs,
+                     heavy_requests_per_project=settings.heavy_requests_per_project,
+                     ttl_seconds=settings.job_ttl_seconds,
+                     stale_seconds=settings.job_stale_seconds)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """A new application for ``settings`` (default: from the ``SPORAL_*`` environment).
 
@@ -130,16 +150,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     sys.setswitchinterval(SWITCH_INTERVAL)
     runtime = Runtime.start(settings)
     database, registry, trainer = runtime.database, runtime.registry, runtime.trainer
+    runner = _job_runner(runtime)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         _announce(settings)
+        # The threads that run requests; the connection pool has one connection for each
+        # (app.db.pool_sizes), so a request never waits for a connection.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = settings.request_threads
+        runner.start()
         # Oversubscribed BLAS threads made each retrain 10x slower on a busy 2-core machine.
         with threadpool_limits(limits=settings.blas_threads):
             if settings.warm_up:
                 _warm_up(database, registry)
             _tune_collector()
             yield
+        runner.close()
         runtime.close()
 
     app = FastAPI(title="sporal", version=__version__, description=DESCRIPTION, lifespan=lifespan,
@@ -149,14 +175,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.project_states = registry
     app.state.trainer = trainer
     app.state.runtime = runtime
+    app.state.jobs = runner
     app.state.inflight = InFlight()
     install_error_handlers(app)
-    for module in (meta, projects, concepts, pairs, corpus, labels, queries, export,
-                   importing):
-        for name in ("admin_router", "router"):
-            router = getattr(module, name, None)
-            if router is not None:
-                app.include_router(router)
+    _include_routers(app)
     _document_security(app, settings)
     install_docs(app)
     install_ui(app)

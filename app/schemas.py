@@ -18,6 +18,9 @@ from models import NAME_LENGTH
 __all__ = [
     "AnnotatorCounts",
     "AnnotatorPage",
+    "JobAccepted",
+    "JobRead",
+    "JobState",
     "MAX_FEATURES",
     "MAX_ITEMS",
     "MAX_LIMIT",
@@ -543,3 +546,40 @@ class AnnotatorCounts(BaseModel):
 
 class AnnotatorPage(BaseModel):
     items: list[AnnotatorCounts]
+# ---------------------------------------------------------------------------- jobs
+JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+
+
+class JobRead(BaseModel):
+    """A job: heavy work of a project run in the background (`GET .../jobs/{id}`)."""
+
+    id: int
+    project_id: int
+    kind: str = Field(description="What the job does (`recompute-features`).")
+    state: JobState = Field(description="queued, running, then succeeded, failed or cancelled.")
+    progress: float = Field(description="The share of the work done, 0 to 1.")
+    message: str | None = Field(description="What the job is doing now, or why it ended.")
+    reason: str | None = Field(description="Why a job was cancelled (`cancelled`, "
+                               "`superseded`: a newer job replaced it while it was queued) or "
+                               "failed without running to its end (`interrupted by a "
+                               "restart`).")
+    cancel_requested: bool = Field(description="A DELETE asked a running job to stop.")
+    result: dict[str, object] | None = Field(
+        description="A succeeded job's result: the answer the request would have given had it "
+        "waited (e.g. `created`, `unchanged`, `recomputed_pairs`).")
+    problem: Problem | None = Field(description="A failed job's RFC 9457 problem.")
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    location: str = Field(description="This job's path.")
+
+
+class JobAccepted(JobRead):
+    """`202 Accepted`: the change is stored, the pool's features are recomputed by the job."""
+
+    features: Literal["previous"] = Field(
+        default="previous", description="Until the job succeeds, the pool keeps the features "
+        "it had before the change (new pool pairs get features from the changed corpus).")
+    stored: dict[str, object] = Field(
+        description="What the request stored now (the synchronous answer's counts, "
+        "`recomputed_pairs` 0).")

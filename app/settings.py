@@ -103,6 +103,39 @@ class Settings(BaseSettings):
         "Idempotency-Key is kept: past it, the key acts as new and the record is deleted."
     )
 
+    request_threads: int = Field(
+        default=40, ge=1, description="Threads that run requests in one process (anyio's "
+        "limiter): a request waiting for its project's lock holds one."
+    )
+    job_workers: int = Field(
+        default=2, ge=1, description="Threads of one process that run jobs (feature "
+        "recomputes): at most this many jobs run at once per process."
+    )
+    max_jobs: int = Field(
+        default=16, ge=1, description="Jobs one process holds queued or running; a heavy "
+        "request past it is refused with 503 jobs-busy and Retry-After."
+    )
+    heavy_requests_per_project: int = Field(
+        default=2, ge=1, description="Heavy requests (link and text changes, renames) one "
+        "project may have in flight in one process; more are refused with 429 and Retry-After."
+    )
+    recompute_async_threshold: int = Field(
+        default=250_000, ge=0, description="Concepts with texts x pool pairs from which a "
+        "feature recompute runs as a job (202 Accepted) even without Prefer: respond-async."
+    )
+    job_ttl_seconds: int = Field(
+        default=86_400, ge=1, description="How long a finished job stays readable; past it, "
+        "it is deleted (lazily) and its route answers 404."
+    )
+    job_stale_seconds: int = Field(
+        default=120, ge=1, description="A queued or running job of another host whose "
+        "process has not touched it for this long is marked failed (interrupted)."
+    )
+    health_timeout: float = Field(
+        default=1.0, gt=0, description="How long /health waits for its own database "
+        "connection and query before answering 503."
+    )
+
     @field_validator("cors_origins", mode="before")
     @classmethod
     def _split_origins(cls, value: object) -> object:

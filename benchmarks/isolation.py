@@ -1,7 +1,7 @@
 """Does heavy work on one project slow another project's labels? Over a real `sporal serve`.
 
 Project B is small; a client posts its labels one after another and records each latency.
-Meanwhile project A does heavy work, in one of two scenarios:
+Meanwhile project A does heavy work, in one of four scenarios:
 
 * ``next``: two clients call ``GET next?k=100`` on A, a generated order of ``--concepts``
   concepts (5,000) with a ``--pool`` pool (20,000), in a loop;
@@ -11,7 +11,11 @@ Meanwhile project A does heavy work, in one of two scenarios:
 * ``import``: one client imports a JSON Lines file of ``--import-concepts`` concepts (500) and
   ``--import-labels`` labels (100,000, distinct pairs of one order) into a new project with
   ``POST .../import``; B posts its labels (again from the start once they run out) for as long
-  as the import runs.
+  as the import runs;
+* ``links``: ``--link-posts`` (50) concurrent ``POST links`` on a project whose features
+  sporal computes (``--link-concepts`` concepts with texts, 400, and ``--link-pool`` pool
+  pairs, 4,000), each retried after ``Retry-After`` while refused (429), while ``/health``
+  is watched; it prints the answers, ``/health``'s slowest answer and the last job's state.
 
 Each scenario prints B's label p50/p99 while A works, against B alone before it (the baseline
 in the same server and process), and writes ``isolation.csv`` and ``summary.md``.
@@ -29,6 +33,7 @@ import json
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +41,10 @@ import httpx
 import numpy as np
 
 from benchmarks.serving import Server, create_pool_project
+from reasoning.corpus import random_corpus
 from reasoning.generate import random_order
 
-__all__ = ["main"]
+__all__ = ["computed_project", "heavy_links", "main"]
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -79,6 +85,207 @@ def _hammer_next(base_url: str, pid: int, stop: threading.Event, calls: list[flo
             response = client.get(f"/projects/{pid}/next", params={"k": 100})
             response.raise_for_status()
             calls.append((time.perf_counter() - started) * 1000)
+
+
+def computed_project(client: httpx.Client, name: str, concepts: int, pool: int, words: int,
+                     links: int) -> tuple[int, list[tuple[str, str]]]:
+    """A project whose features sporal computes: ``concepts`` concepts with texts, their
+    links and ``pool`` pool pairs; and ``links`` new links to post to it."""
+    corpus = random_corpus(concepts, pool, words=words, random_state=6)
+    titles = corpus.titles
+    pid = int(client.post("/projects", json={"name": name}).json()["id"])
+    client.post(f"/projects/{pid}/concepts", json={"concepts": [
+        {"name": t, "text": x} for t, x in zip(titles, corpus.texts, strict=True)]}
+                ).raise_for_status()
+    known = {(titles[u], titles[v]) for u, v in corpus.links.tolist()}
+    client.post(f"/projects/{pid}/links", json={"links": [
+        {"source": u, "target": v} for u, v in sorted(known)]}).raise_for_status()
+    client.post(f"/projects/{pid}/pairs", json={"pairs": [
+        {"a": titles[a], "b": titles[b]} for a, b in corpus.order.pool.tolist()]},
+                timeout=600).raise_for_status()
+    new = [(titles[b], titles[a]) for a, b in corpus.order.pool.tolist()
+           if (titles[b], titles[a]) not in known]
+    return pid, list(dict.fromkeys(new))[:links]
+
+
+def _watch_health(base_url: str, stop: threading.Event, times: list[float],
+                  statuses: list[int]) -> None:
+    with httpx.Client(base_url=base_url, timeout=30) as client:
+        while not stop.is_set():
+            started = time.perf_counter()
+            try:
+                statuses.append(client.get("/health").status_code)
+            except httpx.TimeoutException:
+                statuses.append(0)
+            times.append((time.perf_counter() - started) * 1000)
+            stop.wait(0.05)
+
+
+def _post_link(base_url: str, pid: int, link: tuple[str, str], start: threading.Barrier,
+               deadline: float, out: list[tuple[int, str | None]]) -> None:
+    """POST one link, again after ``Retry-After`` while refused (429, 503), until accepted."""
+    with httpx.Client(base_url=base_url, timeout=120) as client:
+        start.wait()
+        while True:
+            try:
+                response = client.post(f"/projects/{pid}/links", json={"links": [
+                    {"source": link[0], "target": link[1]}]})
+            except httpx.TimeoutException:
+                out.append((0, None))  # no answer in 120 s
+                return
+            out.append((response.status_code, response.headers.get("location")))
+            if response.status_code not in (429, 503) or time.monotonic() > deadline:
+                return
+            time.sleep(float(response.headers.get("retry-after", "1")))
+
+
+def _last_job(client: httpx.Client, answers: list[tuple[int, str | None]],
+              timeout: float) -> dict[str, Any] | None:
+    """The newest job the link POSTs started, once it ended (None: no job)."""
+    jobs = sorted({loc for status, loc in answers if status == 202 and loc},
+                  key=lambda loc: int(loc.rsplit("/", 1)[1]))
+    if not jobs:
+        return None
+    deadline = time.monotonic() + timeout
+    while True:
+        job: dict[str, Any] = client.get(jobs[-1]).json()
+        if job["state"] in ("succeeded", "failed", "cancelled") or time.monotonic() > deadline:
+            return job
+        time.sleep(0.1)
+
+
+def _labels_meanwhile(base_url: str, pid: int, labels: list[tuple[str, str, str]],
+                      posters: list[threading.Thread],
+                      until: float) -> tuple[list[float], list[int]]:
+    """Post labels one by one while the posters run (at least 100 unless past ``until``);
+    each waits 10 s at most (status 0: no answer)."""
+    times, statuses = [], []
+    with httpx.Client(base_url=base_url, timeout=10) as client:
+        for a, b, value in labels:
+            if not any(poster.is_alive() for poster in posters) and (
+                    len(times) >= 100 or time.monotonic() > until):
+                break
+            started = time.perf_counter()
+            try:
+                status = client.post(f"/projects/{pid}/labels",
+                                     json={"a": a, "b": b, "label": value}).status_code
+            except httpx.TimeoutException:
+                status = 0
+            times.append((time.perf_counter() - started) * 1000)
+            statuses.append(status)
+    return times, statuses
+
+
+def heavy_links(client: httpx.Client, *, concepts: int, pool: int, words: int = 200,
+                posts: int = 50, deadline: float = 120.0) -> dict[str, Any]:
+    """``posts`` concurrent link POSTs on a computed-features project, while another project
+    posts labels one by one and ``/health`` is watched.
+
+    Returns every answer of the link POSTs (``statuses``), ``/health``'s latencies and
+    statuses, the other project's label latencies and statuses, how many of the ``links_new``
+    links were stored (``links_added``) and the last job, waited for.
+    """
+    base_url = str(client.base_url)
+    b, labels = _small_project(client, 40)
+    pid, links = computed_project(client, "P", concepts, pool, words, posts)
+    before = client.get(f"/projects/{pid}/links", params={"limit": 1}).json()["total"]
+    stop, health, health_statuses = threading.Event(), [], []
+    watcher = threading.Thread(target=_watch_health, args=(base_url, stop, health,
+                                                           health_statuses))
+    watcher.start()
+    start, answers = threading.Barrier(len(links) + 1), []
+    until = time.monotonic() + deadline
+    posters = [threading.Thread(target=_post_link, args=(base_url, pid, link, start, until,
+                                                          answers)) for link in links]
+    for poster in posters:
+        poster.start()
+    start.wait()
+    label_ms, label_statuses = _labels_meanwhile(base_url, b, labels, posters, until)
+    for poster in posters:
+        poster.join()
+    last = _last_job(client, answers, deadline)
+    stop.set()
+    watcher.join()
+    try:
+        added = client.get(f"/projects/{pid}/links",
+                           params={"limit": 1}).json()["total"] - before
+    except httpx.TimeoutException:  # the server is still busy with the project
+        added = None
+    return {"statuses": [status for status, _ in answers], "health_ms": health,
+            "health_statuses": health_statuses, "label_ms": label_ms,
+            "label_statuses": label_statuses, "links_new": len(links),
+            "links_added": added, "last_job": last}
+
+
+def _next_row(client: httpx.Client, base_url: str, b: int,
+              labels: list[tuple[str, str, str]], args: argparse.Namespace) -> dict[str, Any]:
+    """B's labels while two clients call ``next?k=100`` on a large project A."""
+    order = random_order(args.concepts, args.pool, degree=5, depth=20, random_state=3)
+    names = [f"a{i}" for i in order.concepts]
+    features = np.random.default_rng(4).normal(size=(len(order.pool), 38))
+    a = create_pool_project(client, "A", names,
+                            [(names[x], names[y]) for x, y in order.pool.tolist()], features)
+    client.post(f"/projects/{a}/labels/bulk", json={"labels": [
+        {"a": names[x], "b": names[y], "label": "positive" if v else "negative"}
+        for x, y, v in order.sample_labels(200, random_state=5)]}).raise_for_status()
+    client.get(f"/projects/{a}/next", params={"k": 100}).raise_for_status()  # warm
+    stop, calls = threading.Event(), []
+    threads = [threading.Thread(target=_hammer_next, args=(base_url, a, stop, calls))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    time.sleep(1.0)
+    busy = _post_labels(client, b, labels, stop, args.labels)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    row = {"scenario": "next", "a_work": f"{len(calls)} next?k=100, p50 "
+           f"{_percentile(calls, 50):.0f} ms", "n": len(busy),
+           "p50": _percentile(busy, 50), "p99": _percentile(busy, 99)}
+    print(f"B while two clients call next?k=100 on A ({args.concepts} concepts): label "
+          f"p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms; A: {row['a_work']}")
+    return row
+
+
+def _chain_row(client: httpx.Client, base_url: str, b: int,
+               labels: list[tuple[str, str, str]], args: argparse.Namespace) -> dict[str, Any]:
+    """B's labels while A imports chains, one after another, each into its own project."""
+    names = [f"chain{i}" for i in range(args.chain)]
+    done = threading.Event()
+    imports: list[float] = []
+    # projects with their concepts ready, so that A's work is the imports alone
+    ready = []
+    for _ in range(args.chains):
+        c = client.post("/projects", json={"name": "chain"}).json()["id"]
+        client.post(f"/projects/{c}/concepts", json={
+            "concepts": [{"name": x} for x in names]}).raise_for_status()
+        ready.append(c)
+    body = {"labels": [{"a": x, "b": y, "label": "positive"}
+                       for x, y in zip(names, names[1:], strict=False)]}
+
+    def import_chains() -> None:
+        # one chain after another, each into its own project, until B has its labels
+        with httpx.Client(base_url=base_url, timeout=1200) as other:
+            for c in ready:
+                if done.is_set():
+                    break
+                started = time.perf_counter()
+                other.post(f"/projects/{c}/labels/bulk", json=body).raise_for_status()
+                imports.append(time.perf_counter() - started)
+
+    thread = threading.Thread(target=import_chains)
+    thread.start()
+    time.sleep(0.5)
+    busy = _post_labels(client, b, labels, None, args.labels)
+    done.set()
+    thread.join()
+    row = {"scenario": "chain", "a_work": f"{len(imports)} {args.chain}-chain bulk "
+           f"imports, p50 {_percentile(imports, 50):.2f} s", "n": len(busy),
+           "p50": _percentile(busy, 50), "p99": _percentile(busy, 99)}
+    print(f"B while A imports {args.chain}-chains one after another: label p50 "
+          f"{row['p50']:.1f} ms, p99 {row['p99']:.1f} ms over {len(busy)} labels; A: "
+          f"{row['a_work']}")
+    return row
 
 
 def _import_file(concepts: int, labels: int) -> bytes:
@@ -143,91 +350,53 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                      "p50": _percentile(baseline, 50), "p99": _percentile(baseline, 99)})
         print(f"B alone: label p50 {rows[-1]['p50']:.1f} ms, p99 {rows[-1]['p99']:.1f} ms")
         labels = labels[args.labels:]
-
         if "next" in args.scenarios:
-            order = random_order(args.concepts, args.pool, degree=5, depth=20, random_state=3)
-            names = [f"a{i}" for i in order.concepts]
-            features = np.random.default_rng(4).normal(size=(len(order.pool), 38))
-            a = create_pool_project(client, "A", names,
-                                    [(names[x], names[y]) for x, y in order.pool.tolist()],
-                                    features)
-            client.post(f"/projects/{a}/labels/bulk", json={"labels": [
-                {"a": names[x], "b": names[y], "label": "positive" if v else "negative"}
-                for x, y, v in order.sample_labels(200, random_state=5)]}).raise_for_status()
-            client.get(f"/projects/{a}/next", params={"k": 100}).raise_for_status()  # warm
-            stop, calls = threading.Event(), []
-            threads = [threading.Thread(target=_hammer_next, args=(server.base_url, a, stop,
-                                                                    calls)) for _ in range(2)]
-            for thread in threads:
-                thread.start()
-            time.sleep(1.0)
-            busy = _post_labels(client, b, labels, stop, args.labels)
-            stop.set()
-            for thread in threads:
-                thread.join()
+            rows.append(_next_row(client, server.base_url, b, labels, args))
             labels = labels[args.labels:]
-            rows.append({"scenario": "next", "a_work": f"{len(calls)} next?k=100, p50 "
-                         f"{_percentile(calls, 50):.0f} ms", "n": len(busy),
-                         "p50": _percentile(busy, 50), "p99": _percentile(busy, 99)})
-            print(f"B while two clients call next?k=100 on A ({args.concepts} concepts): label "
-                  f"p50 {rows[-1]['p50']:.1f} ms, p99 {rows[-1]['p99']:.1f} ms; A: "
-                  f"{rows[-1]['a_work']}")
-
         if "chain" in args.scenarios:
-            names = [f"chain{i}" for i in range(args.chain)]
-            done = threading.Event()
-            imports: list[float] = []
-
-            # projects with their concepts ready, so that A's work is the imports alone
-            ready = []
-            for _ in range(args.chains):
-                c = client.post("/projects", json={"name": "chain"}).json()["id"]
-                client.post(f"/projects/{c}/concepts", json={
-                    "concepts": [{"name": x} for x in names]}).raise_for_status()
-                ready.append(c)
-            body = {"labels": [{"a": x, "b": y, "label": "positive"}
-                               for x, y in zip(names, names[1:], strict=False)]}
-
-            def import_chains() -> None:
-                # one chain after another, each into its own project, until B has its labels
-                with httpx.Client(base_url=server.base_url, timeout=1200) as other:
-                    for c in ready:
-                        if done.is_set():
-                            break
-                        started = time.perf_counter()
-                        other.post(f"/projects/{c}/labels/bulk", json=body).raise_for_status()
-                        imports.append(time.perf_counter() - started)
-
-            thread = threading.Thread(target=import_chains)
-            thread.start()
-            time.sleep(0.5)
-            busy = _post_labels(client, b, labels, None, args.labels)
-            done.set()
-            thread.join()
-            rows.append({"scenario": "chain", "a_work": f"{len(imports)} {args.chain}-chain bulk "
-                         f"imports, p50 {_percentile(imports, 50):.2f} s", "n": len(busy),
-                         "p50": _percentile(busy, 50), "p99": _percentile(busy, 99)})
-            print(f"B while A imports {args.chain}-chains one after another: label p50 "
-                  f"{rows[-1]['p50']:.1f} ms, p99 {rows[-1]['p99']:.1f} ms over {len(busy)} "
-                  f"labels; A: {rows[-1]['a_work']}")
-
+            rows.append(_chain_row(client, server.base_url, b, labels, args))
         if "import" in args.scenarios:
             rows.append(import_scenario(client, server.base_url, b, labels, args))
+        if "links" in args.scenarios:
+            rows.append(_links_row(client, args))
     return rows
+
+
+def _links_row(client: httpx.Client, args: argparse.Namespace) -> dict[str, Any]:
+    figures = heavy_links(client, concepts=args.link_concepts, pool=args.link_pool,
+                          posts=args.link_posts)
+    statuses = Counter(figures["statuses"])
+    job = figures["last_job"] or {}
+    work = (f"{args.link_posts} concurrent link POSTs ({args.link_concepts} concepts with "
+            f"texts, {args.link_pool} pairs): answers {dict(sorted(statuses.items()))}, "
+            f"/health max {max(figures['health_ms']):.0f} ms, last job {job.get('state')}")
+    row = {"scenario": "links", "a_work": work, "n": len(figures["label_ms"]),
+           "p50": _percentile(figures["label_ms"], 50),
+           "p99": _percentile(figures["label_ms"], 99)}
+    print(f"B while {work}: label p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms; "
+          f"5xx: {sum(n for s, n in statuses.items() if s >= 500)}, B's non-2xx: "
+          f"{sum(1 for s in figures['label_statuses'] if not 200 <= s < 300)}")
+    return row
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--scenarios", default="next,chain")
+    parser.add_argument("--scenarios", default="next,chain,import,links")
     parser.add_argument("--concepts", type=int, default=5000)
     parser.add_argument("--pool", type=int, default=20000)
     parser.add_argument("--chain", type=int, default=900)
     parser.add_argument("--chains", type=int, default=80,
                         help="projects ready for the chain imports (A stops when they run out)")
     parser.add_argument("--labels", type=int, default=150, help="B's labels per measurement")
-    parser.add_argument("--import-labels", type=int, default=100_000)
-    parser.add_argument("--import-concepts", type=int, default=500)
+    parser.add_argument("--import-labels", type=int, default=100_000,
+                        help="import: labels of the imported file")
+    parser.add_argument("--import-concepts", type=int, default=500,
+                        help="import: concepts of the imported file")
+    parser.add_argument("--link-concepts", type=int, default=400,
+                        help="links: concepts with texts of the computed-features project")
+    parser.add_argument("--link-pool", type=int, default=4000, help="links: its pool pairs")
+    parser.add_argument("--link-posts", type=int, default=50, help="links: concurrent POSTs")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     rows = run(args)

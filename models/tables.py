@@ -36,6 +36,7 @@ __all__ = [
     "ConceptText",
     "IdempotencyRecord",
     "ImportStage",
+    "Job",
     "PoolPair",
     "Project",
     "RefusedAnswer",
@@ -369,3 +370,37 @@ class StagedConcept(Base):
     stage_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     ord: Mapped[int] = mapped_column(Integer, primary_key=True)
     concept_id: Mapped[int] = mapped_column(Integer, nullable=False)
+class Job(Base):
+    """Heavy work of a project run in the background (a feature recompute), and how it ended.
+
+    ``state`` is ``queued``, ``running``, ``succeeded``, ``failed`` or ``cancelled``; ``owner``
+    names the process that runs it (``host:pid``), which touches ``updated_at`` while it holds
+    the job, so that a job whose process died can be told from one still running.
+    ``result`` (a success) and ``problem`` (a failure: an RFC 9457 object) are JSON text.
+    """
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        # The queue rules read a project's queued and running jobs; the sweep, its oldest.
+        Index("ix_jobs_project_id_state", "project_id", "state"),
+        Index("ix_jobs_state_finished_at", "state", "finished_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
+    )
+    kind: Mapped[str] = mapped_column(String(64), nullable=False)
+    state: Mapped[str] = mapped_column(String(16), nullable=False)
+    progress: Mapped[float] = mapped_column(Float, nullable=False, default=0.0)
+    message: Mapped[str | None] = mapped_column(Text, nullable=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False,
+                                                   server_default=false())
+    owner: Mapped[str] = mapped_column(String(255), nullable=False)
+    result: Mapped[str | None] = mapped_column(Text, nullable=True)
+    problem: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

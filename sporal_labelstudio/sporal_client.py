@@ -1,11 +1,14 @@
 """A small typed client of sporal's REST API, over httpx.
 
 Only what annotation tools need: the next questions (with an annotator's lease), labels
-(asserted with an ``Idempotency-Key``, retracted, listed) and a pair's status with its proof.
+(asserted with an ``Idempotency-Key``, retracted, listed), a pair's status with its proof,
+and the changes of texts, links and names, whose feature recompute may run as a job (a 202:
+the client follows the job, :meth:`SporalClient.follow_job`, and returns its result).
 Errors come back as :class:`SporalError` carrying the RFC 9457 problem; a contradiction (409)
 is :class:`Contradiction`, whose ``proof`` names the asserted labels that force the opposite
-answer. Transient answers (503 ``database-busy``/``model-not-ready``, 409
-``idempotency-in-progress``/``conflict``, a dropped connection) are retried a few times.
+answer. Transient answers (503 ``database-busy``/``model-not-ready``/``jobs-busy``, 429
+``too-many-requests``, 409 ``idempotency-in-progress``/``conflict``, a dropped connection) are
+retried a few times, after ``Retry-After`` where the answer gives one.
 
 Examples
 --------
@@ -16,6 +19,8 @@ Examples
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -26,6 +31,8 @@ from sporal_labelstudio import retry
 
 __all__ = [
     "Contradiction",
+    "JobCancelled",
+    "JobTimeout",
     "Label",
     "LabelRef",
     "NextQueries",
@@ -36,7 +43,12 @@ __all__ = [
 ]
 
 LabelValue = Literal["positive", "negative"]
-_TRANSIENT = {"database-busy", "model-not-ready", "idempotency-in-progress", "conflict"}
+_TRANSIENT = {"database-busy", "model-not-ready", "idempotency-in-progress", "conflict",
+              "too-many-requests", "jobs-busy"}
+_FINISHED = {"succeeded", "failed", "cancelled"}
+
+Progress = Callable[[dict[str, Any]], None]
+"""Called with the job (``state``, ``progress`` 0 to 1, ``message``) each time it is read."""
 
 
 class SporalError(Exception):
@@ -59,6 +71,19 @@ class SporalError(Exception):
     def slug(self) -> str:
         """The end of the problem's ``type`` (``contradiction``, ``label-not-found``, ...)."""
         return str(self.problem.get("type", "")).rsplit("/", 1)[-1]
+
+
+class JobCancelled(SporalError):
+    """The job ended ``cancelled`` (a DELETE, or ``superseded`` by a newer change)."""
+
+
+class JobTimeout(TimeoutError):
+    """The job did not end within the timeout; ``job`` is its last state (it goes on)."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        super().__init__(f"job {job.get('location')} still {job.get('state')} "
+                         f"({float(job.get('progress') or 0):.0%})")
+        self.job = job
 
 
 @dataclass(frozen=True)
@@ -246,6 +271,82 @@ class SporalClient:
         return Label(id=int(body["id"]), a=body["a"], b=body["b"], label=body["label"],
                      annotator=body.get("annotator"), replayed=response.status_code == 200)
 
+    # ------------------------------------------------------------------ texts, links, jobs
+    def add_links(self, project_id: int, links: list[tuple[str, str]], *,
+                  respond_async: bool = False, timeout: float | None = 600.0,
+                  progress: Progress | None = None) -> dict[str, Any]:
+        """Add links; the answer ``{"created", "unchanged", "recomputed_pairs"}``.
+
+        A large project (or ``respond_async``) recomputes its features in a job: the 202's
+        job is followed (:meth:`follow_job`) and its result returned, the same answer.
+        """
+        return self._changed("POST", f"/projects/{project_id}/links", respond_async, timeout,
+                             progress, json={"links": [{"source": u, "target": v}
+                                                       for u, v in links]})
+
+    def remove_link(self, project_id: int, source: str, target: str, *,
+                    respond_async: bool = False, timeout: float | None = 600.0,
+                    progress: Progress | None = None) -> dict[str, Any]:
+        """Remove a link (followed like :meth:`add_links`)."""
+        return self._changed("DELETE", f"/projects/{project_id}/links", respond_async, timeout,
+                             progress, params={"source": source, "target": target})
+
+    def set_texts(self, project_id: int, texts: dict[str, str], *, respond_async: bool = False,
+                  timeout: float | None = 600.0,
+                  progress: Progress | None = None) -> dict[str, Any]:
+        """Register concepts with their texts (``""`` removes one; followed like
+        :meth:`add_links`); the answer ``{"created", "concepts", ...}``."""
+        return self._changed("POST", f"/projects/{project_id}/concepts", respond_async,
+                             timeout, progress, json={"concepts": [
+                                 {"name": name, "text": text} for name, text in texts.items()]})
+
+    def rename_concept(self, project_id: int, name: str, new_name: str, *,
+                       respond_async: bool = False, timeout: float | None = 600.0,
+                       progress: Progress | None = None) -> dict[str, Any]:
+        """Rename a concept (followed like :meth:`add_links`); the concept as stored."""
+        return self._changed("POST", f"/projects/{project_id}/concepts/rename", respond_async,
+                             timeout, progress, json={"name": name, "new_name": new_name})
+
+    def _changed(self, method: str, url: str, respond_async: bool, timeout: float | None,
+                 progress: Progress | None, **kwargs: Any) -> dict[str, Any]:
+        headers = {"Prefer": "respond-async"} if respond_async else {}
+        response = self._request(method, url, headers=headers, **kwargs)
+        if response.status_code != 202:
+            return dict(response.json())
+        return self.follow_job(response.headers["Location"], timeout=timeout,
+                               progress=progress)
+
+    def job(self, location: str) -> dict[str, Any]:
+        """A job as ``GET /projects/{pid}/jobs/{id}`` (``location``) shows it."""
+        return dict(self._request("GET", location).json())
+
+    def follow_job(self, location: str, *, timeout: float | None = 600.0,
+                   progress: Progress | None = None, interval: float = 0.25) -> dict[str, Any]:
+        """Read the job at ``location`` until it ends; its ``result``.
+
+        Raises
+        ------
+        SporalError
+            The job failed: its problem (status and body).
+        JobCancelled
+            The job was cancelled (or superseded by a newer change, which has its own job).
+        JobTimeout
+            ``timeout`` seconds passed first (the job goes on; ``job`` is its last state).
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = min(interval, 0.05)
+        while True:
+            job = self.job(location)
+            if progress is not None:
+                progress(job)
+            if job["state"] in _FINISHED:
+                return _ended(job)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise JobTimeout(job)
+            time.sleep(pause if deadline is None else
+                       max(0.0, min(pause, deadline - time.monotonic())))
+            pause = min(pause * 2, interval)
+
     def retract_label(self, project_id: int, label_id: int) -> bool:
         """Retract a label; ``False`` when it is already gone (404 ``label-not-found``)."""
         try:
@@ -255,6 +356,20 @@ class SporalClient:
                 return False
             raise
         return True
+
+
+def _ended(job: dict[str, Any]) -> dict[str, Any]:
+    """A finished job's result, or its problem raised."""
+    if job["state"] == "succeeded":
+        return dict(job.get("result") or {})
+    if job["state"] == "cancelled":
+        raise JobCancelled(409, {"type": "about:blank", "title": "Job cancelled",
+                                 "detail": f"job {job['location']} was cancelled "
+                                           f"({job.get('reason')})", "job": job})
+    problem = dict(job.get("problem") or {"title": "Job failed", "detail": job.get("reason")})
+    problem.setdefault("job", job)
+    raise (Contradiction if str(problem.get("type", "")).endswith("/contradiction")
+           else SporalError)(int(problem.get("status", 500)), problem)
 
 
 def _error(response: httpx.Response) -> SporalError:

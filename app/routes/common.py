@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Annotated, Any, TypeVar
 
+import anyio
 from fastapi import Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
@@ -97,9 +98,30 @@ def get_runtime(request: Request) -> Runtime:
     return runtime
 
 
+def _unit_slots(request: Request) -> anyio.Semaphore:
+    slots: anyio.Semaphore | None = getattr(request.app.state, "unit_slots", None)
+    if slots is None:
+        threads = get_settings_of_app(request).request_threads
+        slots = request.app.state.unit_slots = anyio.Semaphore(max(1, threads - 1))
+    return slots
+
+
+async def _unit_slot(request: Request) -> AsyncIterator[None]:
+    """Fewer requests inside a unit of work than request threads, waiting on the event loop.
+
+    A request waits for its project's lock in a request thread, and the request that holds
+    the lock needs a thread to run its handler: with every thread waiting on one project's
+    lock, nothing ran again (80 concurrent labels on one project stalled every project for
+    good). With one thread always left over, the holder always finds one.
+    """
+    async with _unit_slots(request):
+        yield
+
+
 def _unit_of_work(kind: type[V]) -> Callable[..., Iterator[V]]:
-    def dependency(project_id: ProjectIdPath, session: SessionDep,
-                   request: Request) -> Iterator[V]:
+    def dependency(project_id: ProjectIdPath, session: SessionDep, request: Request,
+                   _slot: Annotated[None, Depends(_unit_slot, scope="function")]
+                   ) -> Iterator[V]:
         with get_runtime(request).open(kind, project_id, session) as unit:
             yield unit
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
 
 from app.routes.common import (
     Limit,
@@ -14,6 +15,7 @@ from app.routes.common import (
     WriteProject,
     problem_responses,
 )
+from app.routes.jobs import HeavyChange, HeavyTextChange, change_responses
 from app.schemas import (
     ConceptDeleted,
     ConceptPage,
@@ -27,7 +29,7 @@ from app.schemas import (
 )
 from app.security import ProjectKeyDep
 from app.services import concepts as service
-from app.services import corrections
+from app.services import corpus, corrections
 
 __all__ = ["router"]
 
@@ -38,12 +40,32 @@ router = APIRouter(prefix="/projects/{project_id}/concepts", tags=["concepts"],
 
 
 @router.post("", status_code=201, response_model=ConceptsCreated,
-             responses=problem_responses(409, 413))
-def add_concepts(body: ConceptsCreate, work: WriteProject) -> ConceptsCreated:
-    """Register concepts by name; a name already registered is not an error."""
-    created, concepts = service.add_concepts(work, body.concepts)
-    return ConceptsCreated(created=created,
-                           concepts=[ConceptRead.model_validate(c) for c in concepts])
+             responses={**problem_responses(409, 413), **change_responses()})
+def add_concepts(body: ConceptsCreate, changes: HeavyTextChange,
+                 work: WriteProject) -> ConceptsCreated | JSONResponse:
+    """Register concepts by name; a name already registered is not an error.
+
+    Texts sent with them change what computed features come from: the pool's features are
+    computed again, in the request or by a job (202 with its `Location`: `Prefer:
+    respond-async`, or a large project).
+    """
+    texts = {c.name: c.text for c in body.concepts if c.text is not None}
+
+    def store(recompute: bool) -> tuple[ConceptsCreated, bool]:
+        changed = True
+        if recompute:
+            created, concepts = service.add_concepts(work, body.concepts)
+        else:
+            created, concepts = service.add_concepts(
+                work, [c.model_copy(update={"text": None}) for c in body.concepts])
+            plan, _ = corpus.change_corpus(work, texts=texts, recompute=False)
+            changed = bool(plan.texts)
+        return ConceptsCreated(created=created,
+                               concepts=[ConceptRead.model_validate(c) for c in concepts]), changed
+
+    if not texts:
+        return store(True)[0]
+    return changes.apply(work, store)
 
 
 @router.get("", response_model=ConceptPage)
@@ -53,14 +75,23 @@ def list_concepts(view: ReadProject, limit: Limit = 100, offset: Offset = 0) -> 
     return ConceptPage(items=[ConceptRead.model_validate(c) for c in concepts], total=total)
 
 
-@router.post("/rename", response_model=ConceptRead, responses=problem_responses(409, 413))
-def rename_concept(body: ConceptRename, work: WriteProject) -> ConceptRead:
+@router.post("/rename", response_model=ConceptRead,
+             responses={**problem_responses(409, 413), **change_responses()})
+def rename_concept(body: ConceptRename, changes: HeavyChange,
+                   work: WriteProject) -> ConceptRead | JSONResponse:
     """Rename a concept: its labels, pool pairs and proofs follow.
 
     A name already taken is 422 (merge the two instead). In a project whose features sporal
-    computes, every pool pair's features are computed again.
+    computes, every pool pair's features are computed again: in the request, or by a job (202
+    with its `Location`: `Prefer: respond-async`, or a large project).
     """
-    return ConceptRead.model_validate(corrections.rename_concept(work, body.name, body.new_name))
+
+    def store(recompute: bool) -> tuple[ConceptRead, bool]:
+        concept = corrections.rename_concept(work, body.name, body.new_name,
+                                             recompute=recompute)
+        return ConceptRead.model_validate(concept), body.new_name != body.name
+
+    return changes.apply(work, store)
 
 
 @router.post("/merge", response_model=ConceptsMerged, responses=problem_responses(409, 413))

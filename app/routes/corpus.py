@@ -2,7 +2,8 @@
 
 Concept texts travel with the concepts (``POST .../concepts``, field ``text``) or as import
 records; links between concepts here. In a project whose features sporal computes, a change
-of texts or links computes every pool pair's features again (docs/features.md).
+of texts or links computes every pool pair's features again (docs/features.md), in the
+request or, for a large project or on ``Prefer: respond-async``, in a job (app.routes.jobs).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
 
 from app.routes.common import (
     Limit,
@@ -19,6 +21,7 @@ from app.routes.common import (
     WriteProject,
     problem_responses,
 )
+from app.routes.jobs import HeavyChange, change_responses
 from app.schemas import (
     LinkIn,
     LinkPage,
@@ -43,18 +46,24 @@ ConceptQuery = Annotated[Name, Query(description="A concept's name.")]
 
 
 @router.post("/links", status_code=201, response_model=LinksChanged,
-             responses=problem_responses(409, 413))
-def add_links(body: LinksCreate, work: WriteProject) -> LinksChanged:
+             responses={**problem_responses(409, 413), **change_responses()})
+def add_links(body: LinksCreate, changes: HeavyChange,
+              work: WriteProject) -> LinksChanged | JSONResponse:
     """Add directed links (`source`'s text refers to `target`); a known link is not an error.
 
     Unknown concepts or a self link: 422 naming each, nothing stored. In a project with
-    computed features every pool pair's features are computed again.
+    computed features every pool pair's features are computed again: in the request, or by a
+    job (202 with its `Location`: `Prefer: respond-async`, or a large project).
     """
     links = [(link.source, link.target) for link in body.links]
-    plan, recomputed = service.change_corpus(work, add_links=links)
-    return LinksChanged(created=len(plan.links_added),
-                        unchanged=len(set(links)) - len(plan.links_added),
-                        recomputed_pairs=recomputed)
+
+    def store(recompute: bool) -> tuple[LinksChanged, bool]:
+        plan, recomputed = service.change_corpus(work, add_links=links, recompute=recompute)
+        return LinksChanged(created=len(plan.links_added),
+                            unchanged=len(set(links)) - len(plan.links_added),
+                            recomputed_pairs=recomputed), plan.changed
+
+    return changes.apply(work, store)
 
 
 @router.get("/links", response_model=LinkPage)
@@ -64,12 +73,21 @@ def list_links(view: ReadProject, limit: Limit = 100, offset: Offset = 0) -> Lin
     return LinkPage(items=[LinkIn(source=u, target=v) for u, v in links], total=total)
 
 
-@router.delete("/links", response_model=LinksChanged, responses=problem_responses(409))
-def remove_link(work: WriteProject, source: ConceptQuery, target: ConceptQuery) -> LinksChanged:
-    """Remove the link from `source` to `target` (absent: nothing changes)."""
-    plan, recomputed = service.change_corpus(work, remove_links=[(source, target)])
-    removed = len(plan.links_removed)
-    return LinksChanged(created=removed, unchanged=1 - removed, recomputed_pairs=recomputed)
+@router.delete("/links", response_model=LinksChanged,
+               responses={**problem_responses(409), **change_responses()})
+def remove_link(changes: HeavyChange, work: WriteProject, source: ConceptQuery,
+                target: ConceptQuery) -> LinksChanged | JSONResponse:
+    """Remove the link from `source` to `target` (absent: nothing changes); the features are
+    recomputed as for a new link (202 with a job when large or asked)."""
+
+    def store(recompute: bool) -> tuple[LinksChanged, bool]:
+        plan, recomputed = service.change_corpus(work, remove_links=[(source, target)],
+                                                 recompute=recompute)
+        removed = len(plan.links_removed)
+        return LinksChanged(created=removed, unchanged=1 - removed,
+                            recomputed_pairs=recomputed), plan.changed
+
+    return changes.apply(work, store)
 
 
 @router.post("/pool/suggest", response_model=PoolSuggestions,

@@ -19,6 +19,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sqlalchemy import delete, func, insert, select, update
@@ -26,9 +27,13 @@ from sqlalchemy.orm import Session
 
 from app.errors import InvalidItems, UnknownConcepts
 from app.services.state import ProjectState, catch_up, encode_features
-from app.services.unit import ProjectWork
+from app.services.unit import ProjectView, ProjectWork
 from models import ConceptLink, ConceptText, PoolPair, Project
 from reasoning.features import FEATURE_NAMES, CorpusStatistics, corpus_statistics, pair_features
+
+if TYPE_CHECKING:
+    from app.runtime import Runtime
+    from app.services.jobs import JobContext
 
 __all__ = [
     "FEATURE_LENGTH",
@@ -41,6 +46,8 @@ __all__ = [
     "plan_change",
     "read_corpus",
     "rebuild_state",
+    "recompute_features",
+    "recompute_size",
     "set_texts",
     "statistics",
 ]
@@ -149,11 +156,14 @@ class CorpusPlan:
         return bool(self.texts or self.links_added or self.links_removed)
 
 
-def plan_change(work: ProjectWork, change: CorpusChange, *, force: bool = False) -> CorpusPlan:
+def plan_change(work: ProjectWork, change: CorpusChange, *, force: bool = False,
+                recompute: bool = True) -> CorpusPlan:
     """The effective part of ``change`` and, in a computed project, the pool's new features.
 
     Runs in the ``compute`` step: reads the corpus, computes with no write lock held.
-    ``force`` recomputes the pool's features even when the texts and links stay (a rename).
+    ``force`` recomputes the pool's features even when the texts and links stay (a rename);
+    without ``recompute`` only the change is planned (a job recomputes the features after:
+    :func:`recompute_features`).
     """
     state = work.state
     corpus = read_corpus(work.session, state)
@@ -162,8 +172,8 @@ def plan_change(work: ProjectWork, change: CorpusChange, *, force: bool = False)
     added = change.links_added - corpus.links
     removed = change.links_removed & corpus.links
     pool = None
-    if work.project.features_computed and len(state.pool) and (texts or added or removed
-                                                               or force):
+    if recompute and work.project.features_computed and len(state.pool) and (
+            texts or added or removed or force):
         new_texts = {**corpus.texts, **{c: t for c, t in texts.items() if t is not None}}
         for c, t in texts.items():
             if t is None:
@@ -247,10 +257,13 @@ def _link_ids(state: ProjectState, links: Iterable[tuple[str, str]]) -> list[tup
 
 def change_corpus(work: ProjectWork, *, texts: Mapping[str, str | None] | None = None,
                   add_links: Iterable[tuple[str, str]] = (),
-                  remove_links: Iterable[tuple[str, str]] = ()) -> tuple[CorpusPlan, int]:
+                  remove_links: Iterable[tuple[str, str]] = (),
+                  recompute: bool = True) -> tuple[CorpusPlan, int]:
     """Set texts and add or remove links (by names) in one write.
 
-    Returns the effective change and how many pool pairs got recomputed features.
+    Returns the effective change and how many pool pairs got recomputed features. Without
+    ``recompute`` the change is stored alone (a short write) and the pool keeps its features
+    until :func:`recompute_features` runs.
     """
     state = work.state
     _known(state, list(texts or {}))
@@ -263,7 +276,7 @@ def change_corpus(work: ProjectWork, *, texts: Mapping[str, str | None] | None =
         apply_change(work, project, plan)
         return plan, 0 if plan.pool_features is None else len(plan.pool_features)
 
-    return work.write(lambda work: plan_change(work, change), store)
+    return work.write(lambda work: plan_change(work, change, recompute=recompute), store)
 
 
 def set_texts(work: ProjectWork, texts: Mapping[str, str | None]) -> int:
@@ -284,3 +297,81 @@ def list_links(session: Session, state: ProjectState, limit: int | None,
         query = query.limit(limit)
     name = state.name_of
     return [(name[u], name[v]) for u, v in session.execute(query)], total
+
+
+# ---------------------------------------------------------------------------- recompute as a job
+RECOMPUTE_STEPS = 20
+"""Slices of the pool computed between two progress reports (and cancellation checks)."""
+
+
+def recompute_size(view: ProjectView) -> int:
+    """The work of recomputing the pool's features: concepts with texts x pool pairs.
+
+    0 when the project's features are not computed (nothing to recompute).
+    """
+    if not view.project.features_computed or not len(view.state.pool):
+        return 0
+    texts = view.session.scalar(select(func.count()).select_from(ConceptText)
+                                .where(ConceptText.project_id == view.project.id)) or 0
+    return max(int(texts), 1) * len(view.state.pool)
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """The corpus and pool a recompute works from (read under the project's lock)."""
+
+    corpus: Corpus
+    corpus_version: int
+    pair_ids: np.ndarray
+    pairs: np.ndarray
+
+
+def recompute_features(runtime: Runtime, project_id: int, job: JobContext,
+                       answer: Mapping[str, object]) -> dict[str, object]:
+    """The job after a corpus change stored without its recompute: the pool's new features.
+
+    The corpus is read under the project's lock, the features computed with no lock held
+    (reporting progress, stopping when cancelled), and stored in one short write, unless the
+    corpus changed meanwhile: then the change that moved it recomputes (its own job, or its
+    request), and this job stores nothing. Returns ``answer`` (what the request stored) with
+    ``recomputed_pairs``.
+    """
+    with runtime.open(ProjectView, project_id) as view:
+        if not view.project.features_computed or not len(view.state.pool):
+            return {**answer, "recomputed_pairs": 0}
+        snapshot = _Snapshot(read_corpus(view.session, view.state), view.project.corpus_version,
+                             view.state.pool.ids.copy(), view.state.pool.concepts.copy())
+    job.progress(0.02, "reading the corpus")
+    stats = snapshot.corpus.statistics()
+    parts = []
+    slices = np.array_split(np.arange(len(snapshot.pairs)), RECOMPUTE_STEPS)
+    for done, rows in enumerate(slices):
+        job.progress(0.1 + 0.85 * done / len(slices), "computing the pool's features")
+        parts.append(snapshot.corpus.features(stats, snapshot.pairs[rows]))
+    job.progress(0.95, "storing the pool's features")
+    features = np.concatenate(parts)
+
+    def store(work: ProjectWork, project: Project, _: None) -> int:
+        return _store_recomputed(work, project, snapshot, features)
+
+    with runtime.open(ProjectWork, project_id) as work:
+        recomputed = work.write(lambda work: None, store)
+    result: dict[str, object] = {**answer, "recomputed_pairs": recomputed}
+    if recomputed == 0:
+        result["skipped"] = "the corpus changed again meanwhile; that change recomputes"
+    return result
+
+
+def _store_recomputed(work: ProjectWork, project: Project, snapshot: _Snapshot,
+                      features: np.ndarray) -> int:
+    """Store ``features`` of the snapshot's pool pairs still in the pool; how many."""
+    if project.corpus_version != snapshot.corpus_version:
+        return 0
+    keep = np.isin(snapshot.pair_ids, work.state.pool.ids)
+    if not keep.any():
+        return 0
+    work.session.execute(update(PoolPair), [
+        {"id": int(pair_id), "features": encode_features(row)}
+        for pair_id, row in zip(snapshot.pair_ids[keep].tolist(), features[keep], strict=True)])
+    rebuild_state(work, project)
+    return int(keep.sum())

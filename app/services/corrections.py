@@ -62,11 +62,12 @@ def _labels_using(state: ProjectState, concept_ids: set[int] | None = None,
 
 
 # ---------------------------------------------------------------------------- rename
-def rename_concept(work: ProjectWork, name: str, new_name: str) -> Concept:
+def rename_concept(work: ProjectWork, name: str, new_name: str, *,
+                   recompute: bool = True) -> Concept:
     """Give a concept another name; labels, pool and proofs follow (they hold its id).
 
     In a project with computed features the pool's features are computed again (names are
-    titles).
+    titles), unless ``recompute`` is False (a job recomputes them after).
     """
 
     def compute(work: ProjectWork) -> tuple[int, CorpusPlan | None]:
@@ -77,7 +78,7 @@ def rename_concept(work: ProjectWork, name: str, new_name: str) -> Concept:
         if new_name == name:
             return concept_id, None
         return concept_id, plan_change(work, CorpusChange(renamed={concept_id: new_name}),
-                                       force=True)
+                                       force=True, recompute=recompute)
 
     def store(work: ProjectWork, project: Project,
               plan: tuple[int, CorpusPlan | None]) -> Concept:
