@@ -27,12 +27,11 @@ from sqlalchemy.orm import Session
 
 from app.errors import InvalidItems, UnknownConcepts
 from app.services.state import ProjectState, catch_up, encode_features
-from app.services.unit import ProjectView, ProjectWork
+from app.services.unit import ProjectOpener, ProjectView, ProjectWork
 from models import ConceptLink, ConceptText, PoolPair, Project
 from reasoning.features import FEATURE_NAMES, CorpusStatistics, corpus_statistics, pair_features
 
 if TYPE_CHECKING:
-    from app.runtime import Runtime
     from app.services.jobs import JobContext
 
 __all__ = [
@@ -326,7 +325,7 @@ class _Snapshot:
     pairs: np.ndarray
 
 
-def recompute_features(runtime: Runtime, project_id: int, job: JobContext,
+def recompute_features(runtime: ProjectOpener, project_id: int, job: JobContext,
                        answer: Mapping[str, object]) -> dict[str, object]:
     """The job after a corpus change stored without its recompute: the pool's new features.
 

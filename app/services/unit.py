@@ -27,7 +27,7 @@ exception: a private one, raised and caught in this module.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -43,6 +43,7 @@ from models import Project
 __all__ = [
     "Limits",
     "Once",
+    "ProjectOpener",
     "ProjectView",
     "ProjectWork",
     "open_project",
@@ -78,6 +79,17 @@ def _read_project(session: Session, project_id: int) -> Project:
     if project is None:
         raise ProjectNotFound(project_id)
     return project
+
+
+class ProjectOpener(Protocol):
+    """What opens a project's unit of work outside a request (a job, an import):
+    :class:`app.runtime.Runtime` is one. Services that run as jobs take it by this protocol,
+    so that they need not import what starts a process."""
+
+    def open(self, kind: type[V], project_id: int,
+             session: Session | None = None) -> AbstractContextManager[V]:
+        """The unit of work of ``kind`` on ``project_id``, caught up and locked."""
+        ...
 
 
 @dataclass(frozen=True)
