@@ -254,8 +254,8 @@ def follow(client: Any, location: str, *, interval: float = 1.0) -> dict[str, An
             bar.update(100 * float(job.get("progress") or 0) - bar.n)
             if job.get("message"):
                 bar.set_postfix_str(str(job["message"]), refresh=False)
-            if job["state"] == "succeeded":
-                return dict(job.get("result") or {})
+            if job["state"] == "succeeded" or job.get("result") is not None:
+                return dict(job.get("result") or {})  # a cancel after the last step: stored
             if job["state"] == "failed":
                 raise ImportFailed(_problem(job.get("problem") or {}, 500))
             if job["state"] == "cancelled":
