@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+import time
 from functools import partial
 from typing import IO, Annotated, Any, Literal
 
@@ -33,7 +34,9 @@ from app.security import ProjectIdPath, ProjectKeyDep
 from app.services.importing import (
     ImportSummary,
     InputLimits,
+    Parsed,
     Progress,
+    Source,
     file_source,
     import_source,
 )
@@ -72,10 +75,40 @@ def _import_spooled(runtime: Runtime, project_id: int, spool: IO[bytes],
         return _Unclosed(spool)
 
     limits = InputLimits.of(runtime.settings)
+    source = file_source(reopen, fmt, limits)
     with runtime.open(ProjectWork, project_id) as work:
-        return import_source(work, file_source(reopen, fmt, limits),
-                             progress=None if job is None else _job_progress(work, job),
+        if job is None:
+            return import_source(work, source, policy=StagePolicy.of(runtime.settings))
+        return import_source(work, _job_source(source, spool, job),
+                             progress=_job_progress(work, job),
                              policy=StagePolicy.of(runtime.settings))
+
+
+YIELD_EVERY = 1000
+"""Lines between two pauses of an import's job, which let the request threads run."""
+
+
+def _job_source(source: Source, spool: IO[bytes], job: JobContext) -> Source:
+    """``source`` read by a job: the first pass (the validation) reports its progress by the
+    bytes read and stops when the job is cancelled; every pass pauses every
+    :data:`YIELD_EVERY` lines, so that a request of another project gets the interpreter
+    between two lines rather than after a switch interval of the job's parsing."""
+    passes = 0
+    size = max(spool.seek(0, 2), 1)
+    spool.seek(0)
+
+    def records() -> Parsed:
+        nonlocal passes
+        passes += 1
+        first = passes == 1
+        for n, record in enumerate(source(), 1):
+            if n % YIELD_EVERY == 0:
+                time.sleep(0)
+                if first:
+                    job.progress(0.5 * min(spool.tell() / size, 1.0), "validating")
+            yield record
+
+    return records
 
 
 def _job_progress(work: ProjectWork, job: JobContext) -> Progress:
@@ -94,7 +127,7 @@ def _job_progress(work: ProjectWork, job: JobContext) -> Progress:
         if getattr(work, "_atomic", None) is not None:  # inside the import's transaction
             job.check_cancelled()
         else:
-            job.progress(0.05 + 0.95 * min(done / max(total, 1), 1.0), "writing")
+            job.progress(0.5 + 0.5 * min(done / max(total, 1), 1.0), "writing")
 
     return progress
 

@@ -251,3 +251,45 @@ def test_an_import_is_never_superseded_and_supersedes_nothing(client: TestClient
     for job in (first, newer, second):
         assert wait_job(client, job.location)["state"] == "succeeded"
     assert cleaned == ["first", "second"]
+
+
+def test_a_cancel_stops_the_import_while_it_validates(
+        client: TestClient, monkeypatch: pytest.MonkeyPatch, spools: list[IO[bytes]]) -> None:
+    monkeypatch.setattr(importing, "YIELD_EVERY", 1)
+    reached, release, steps = threading.Event(), threading.Event(), []
+    real_source, real_progress = importing._job_source, importing._job_progress
+
+    def held_source(source: Any, spool: Any, job: Any) -> Any:
+        inner = real_source(source, spool, job)
+
+        def records() -> Any:
+            lines = inner()
+            first = next(lines)
+            reached.set()
+            assert release.wait(30)
+            yield first
+            yield from lines
+
+        return records
+
+    def counted_progress(work: Any, job: Any) -> Any:
+        progress = real_progress(work, job)
+
+        def step(count: int, total: int) -> None:
+            steps.append(count)
+            progress(count, total)
+
+        return step
+
+    monkeypatch.setattr(importing, "_job_source", held_source)
+    monkeypatch.setattr(importing, "_job_progress", counted_progress)
+    pid = _project(client)
+    location = _import(client, pid, FILE, **ASYNC).headers["Location"]
+    assert reached.wait(20)
+    assert client.delete(location).json()["cancel_requested"] is True
+    release.set()
+    job = wait_job(client, location)
+    assert job["state"] == "cancelled" and job["message"] == "validating", job
+    assert steps == []  # stopped before the first write
+    assert _counts(client, pid)["concepts"] == 0
+    assert _spool_used(client) == 0 and spools[0].closed
