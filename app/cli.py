@@ -126,8 +126,16 @@ def import_data(
         help="A running service; default: in-process against SPORAL_DATABASE_URL.")] = None,
     api_key: Annotated[str | None, typer.Option(
         envvar="SPORAL_API_KEY", help="X-API-Key for --url (admin or the project's).")] = None,
+    respond_async: Annotated[bool, typer.Option(
+        "--async", help="--url: ask the service to import by a job (Prefer: respond-async), "
+        "followed until it ends; a file over its SPORAL_IMPORT_ASYNC_BYTES is one anyway."
+    )] = False,
 ) -> None:
-    """Import concepts, the pool and labels from a file or an AL-CPL domain (validated first)."""
+    """Import concepts, the pool and labels from a file or an AL-CPL domain (validated first).
+
+    Against --url, a service that answers with a job (a large file, or --async) is followed
+    with a progress bar until the job ends; its summary or its problem is printed as usual.
+    """
     import json
 
     from app.importer import ImportFailed, import_local, import_remote, local_source
@@ -135,10 +143,13 @@ def import_data(
     from app.settings import get_settings
 
     try:
+        if respond_async and url is None:
+            raise ImportFailed("--async asks a service to import by a job: it needs --url")
         if url is not None:
             pid, key, summary = import_remote(url, api_key, project, al_cpl=al_cpl,
                                               domain=domain, with_labels=with_labels,
-                                              file=file, fmt=format)
+                                              file=file, fmt=format,
+                                              respond_async=respond_async)
         else:
             source = local_source(al_cpl=al_cpl, domain=domain, with_labels=with_labels,
                                   file=file, fmt=format,

@@ -3,12 +3,15 @@
 In-process (no ``--url``) it runs the same service code as ``POST /projects/{pid}/import``
 against the database at ``SPORAL_DATABASE_URL``; with ``--url`` it streams the file (an AL-CPL
 domain as JSON Lines) to that route of a running service. Either way the project is created,
-or the one project of that name is adopted.
+or the one project of that name is adopted. A service that imports the file by a job (``202
+Accepted``: a large file, or ``--async``) is followed until the job ends, with a progress bar;
+its result is the summary, its problem printed as a refusal's.
 """
 
 from __future__ import annotations
 
 import io
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -180,8 +183,13 @@ def _body(*, al_cpl: Path | None, domain: str | None, with_labels: bool,
 
 def import_remote(url: str, api_key: str | None, project: str, *, al_cpl: Path | None,
                   domain: str | None, with_labels: bool, file: Path | None,
-                  fmt: str | None) -> tuple[int, str | None, dict[str, Any]]:
-    """Stream the import to a running service at ``url``; the same answer as in-process."""
+                  fmt: str | None, respond_async: bool = False
+                  ) -> tuple[int, str | None, dict[str, Any]]:
+    """Stream the import to a running service at ``url``; the same answer as in-process.
+
+    ``respond_async`` sends ``Prefer: respond-async``; a 202 (asked, or a file over the
+    service's threshold) is followed until its job ends.
+    """
     try:
         import httpx
     except ImportError as exc:  # a dev dependency; the service itself does not need it
@@ -211,12 +219,59 @@ def import_remote(url: str, api_key: str | None, project: str, *, al_cpl: Path |
             if not api_key:
                 client.headers["X-API-Key"] = key
         fmt = "jsonl" if al_cpl is not None else file_format(file, fmt)  # type: ignore[arg-type]
-        media = "text/csv" if fmt == "csv" else "application/jsonl"
-        answer = _ok(client.post(f"/projects/{pid}/import", params={"format": fmt},
-                                 headers={"Content-Type": media},
-                                 content=_body(al_cpl=al_cpl, domain=domain,
-                                               with_labels=with_labels, file=file)))
+        headers = {"Content-Type": "text/csv" if fmt == "csv" else "application/jsonl"}
+        if respond_async:
+            headers["Prefer"] = "respond-async"
+        response = client.post(f"/projects/{pid}/import", params={"format": fmt},
+                               headers=headers, content=_body(
+                                   al_cpl=al_cpl, domain=domain, with_labels=with_labels,
+                                   file=file))
+        answer = _ok(response)
+        if response.status_code == 202:
+            answer = follow(client, response.headers["Location"])
     return pid, key, answer
+
+
+BUSY = (429, 503)
+"""Answers to a job's read that are retried after ``Retry-After``."""
+
+
+def follow(client: Any, location: str, *, interval: float = 1.0) -> dict[str, Any]:
+    """Read the job at ``location`` until it ends, showing its progress; its ``result``.
+
+    Raises :class:`ImportFailed` with the job's problem (as a refused request's) when it
+    failed, or its reason when it was cancelled.
+    """
+    pause = 0.05
+    with tqdm(total=100, unit="%", desc="importing (job)", disable=None,
+              bar_format="{l_bar}{bar}| {n:.0f}/{total} % [{elapsed}]") as bar:
+        while True:
+            response = client.get(location)
+            if response.status_code in BUSY:
+                time.sleep(float(response.headers.get("Retry-After", interval)))
+                continue
+            job = _ok(response)
+            bar.update(100 * float(job.get("progress") or 0) - bar.n)
+            if job.get("message"):
+                bar.set_postfix_str(str(job["message"]), refresh=False)
+            if job["state"] == "succeeded" or job.get("result") is not None:
+                return dict(job.get("result") or {})  # a cancel after the last step: stored
+            if job["state"] == "failed":
+                raise ImportFailed(_problem(job.get("problem") or {}, 500))
+            if job["state"] == "cancelled":
+                raise ImportFailed(f"the import's job {location} was cancelled "
+                                   f"({job.get('reason')}); nothing of the file was stored")
+            time.sleep(pause)
+            pause = min(pause * 2, interval)
+
+
+def _problem(body: dict[str, Any], status: int) -> str:
+    """A problem+json body as the CLI prints it: its status, title, detail and bad lines."""
+    lines = [f"{body.get('status', status)} {body.get('title')}: {body.get('detail')}"]
+    for item in body.get("errors", [])[:50]:
+        where = f"line {item['line']}" if "line" in item else f"{item.get('loc', '')}"
+        lines.append(f"  {where}: {item.get('reason') or item.get('msg') or item}")
+    return "\n".join(lines)
 
 
 def _ok(response: Any) -> Any:
@@ -225,10 +280,6 @@ def _ok(response: Any) -> Any:
             body = response.json()
         except ValueError:
             raise ImportFailed(f"{response.status_code}: {response.text[:2000]}") from None
-        lines = [f"{response.status_code} {body.get('title')}: {body.get('detail')}"]
-        for item in body.get("errors", [])[:50]:
-            where = f"line {item['line']}" if "line" in item else f"{item.get('loc', '')}"
-            lines.append(f"  {where}: {item.get('reason') or item.get('msg') or item}")
-        raise ImportFailed("\n".join(lines))
+        raise ImportFailed(_problem(body, response.status_code))
     return response.json()
 

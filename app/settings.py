@@ -70,6 +70,10 @@ class Settings(BaseSettings):
         "once, all together: an import that would pass it is refused (503 with Retry-After) "
         "before the rest of its body is read."
     )
+    import_async_bytes: int = Field(
+        default=128 * 1024**2, ge=0, description="A file POST .../import receives larger than "
+        "this (bytes) is imported by a job (202 Accepted) even without Prefer: respond-async."
+    )
     import_stage_labels: int = Field(
         default=10_000, ge=1, description="An import with at least this many labels, all after "
         "its other records and without retractions, stages them in short write transactions "

@@ -2,8 +2,9 @@
 
 Only what annotation tools need: the next questions (with an annotator's lease), labels
 (asserted with an ``Idempotency-Key``, retracted, listed), a pair's status with its proof,
-and the changes of texts, links and names, whose feature recompute may run as a job (a 202:
-the client follows the job, :meth:`SporalClient.follow_job`, and returns its result).
+the changes of texts, links and names, whose feature recompute may run as a job (a 202:
+the client follows the job, :meth:`SporalClient.follow_job`, and returns its result), and
+file imports, which a large file (or ``respond_async``) also turns into a job, followed alike.
 Errors come back as :class:`SporalError` carrying the RFC 9457 problem; a contradiction (409)
 is :class:`Contradiction`, whose ``proof`` names the asserted labels that force the opposite
 answer. Transient answers (503 ``database-busy``/``model-not-ready``/``jobs-busy``, 429
@@ -311,6 +312,26 @@ class SporalClient:
                  progress: Progress | None, **kwargs: Any) -> dict[str, Any]:
         headers = {"Prefer": "respond-async"} if respond_async else {}
         response = self._request(method, url, headers=headers, **kwargs)
+        if response.status_code != 202:
+            return dict(response.json())
+        return self.follow_job(response.headers["Location"], timeout=timeout,
+                               progress=progress)
+
+    def import_file(self, project_id: int, content: bytes, *,
+                    fmt: Literal["jsonl", "csv"] = "jsonl", respond_async: bool = False,
+                    timeout: float | None = 600.0,
+                    progress: Progress | None = None) -> dict[str, Any]:
+        """Import a JSON Lines or CSV file (``content``); the import's summary.
+
+        A file over the service's SPORAL_IMPORT_ASYNC_BYTES (or ``respond_async``) is imported
+        by a job: the 202's job is followed (:meth:`follow_job`) and its result returned, the
+        same summary; a refused file raises its problem (422 with every bad line) either way.
+        """
+        headers = {"Content-Type": "text/csv" if fmt == "csv" else "application/jsonl"}
+        if respond_async:
+            headers["Prefer"] = "respond-async"
+        response = self._request("POST", f"/projects/{project_id}/import",
+                                 params={"format": fmt}, headers=headers, content=content)
         if response.status_code != 202:
             return dict(response.json())
         return self.follow_job(response.headers["Location"], timeout=timeout,

@@ -29,3 +29,12 @@ def test_features_benchmark_times_the_service(tmp_path):
     assert row["pool"] == "100"
     assert all(float(row[key]) >= 0 for key in ("concepts_with_texts_s", "links_s",
                                                  "pairs_computed_s", "recompute_on_a_link_s"))
+
+
+def test_features_benchmark_follows_a_recompute_job_and_times_the_job(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPORAL_RECOMPUTE_ASYNC_THRESHOLD", "1")  # every recompute is a job
+    main(["--out", str(tmp_path), "--skip-signal", "--skip-time", "--service",
+          "--time-n", "30", "--time-words", "40", "--time-pool", "100"])
+    with (tmp_path / "service.csv").open(newline="") as handle:
+        (row,) = csv.DictReader(handle)
+    assert float(row["link_answer_s"]) >= 0 and float(row["recompute_on_a_link_s"]) >= 0

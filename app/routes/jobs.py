@@ -31,8 +31,8 @@ from app.services.jobs import JobRecord, JobRunner
 from app.services.unit import ProjectWork
 from app.settings import Settings
 
-__all__ = ["Changes", "HeavyChange", "HeavyTextChange", "JobsDep", "accepted",
-           "change_responses", "job_read", "router"]
+__all__ = ["Changes", "HeavyChange", "HeavyTextChange", "JobsDep", "PreferHeader",
+           "accepted", "asks_async", "change_responses", "job_read", "router"]
 
 A = TypeVar("A", bound=BaseModel)
 
@@ -80,7 +80,7 @@ def cancel_job(project_id: ProjectIdPath, job_id: JobIdPath, jobs: JobsDep) -> J
     return job_read(jobs.cancel(project_id, job_id))
 
 
-def _asks_async(prefer: str | None) -> bool:
+def asks_async(prefer: str | None) -> bool:
     """``Prefer: respond-async`` (RFC 7240), among other preferences or alone."""
     if not prefer:
         return False
@@ -145,7 +145,7 @@ async def _heavy(project_id: ProjectIdPath, request: Request,
                  prefer: PreferHeader = None) -> AsyncIterator[Changes]:
     runner: JobRunner = request.app.state.jobs
     with runner.heavy_request(project_id):
-        yield _changes(request, _asks_async(prefer))
+        yield _changes(request, asks_async(prefer))
 
 
 async def _heavy_if_texts(project_id: ProjectIdPath, request: Request,
@@ -159,7 +159,7 @@ async def _heavy_if_texts(project_id: ProjectIdPath, request: Request,
         isinstance(c, dict) and c.get("text") is not None for c in concepts)
     runner: JobRunner = request.app.state.jobs
     with runner.heavy_request(project_id) if texts else nullcontext():
-        yield _changes(request, _asks_async(prefer))
+        yield _changes(request, asks_async(prefer))
 
 
 # Declared before the unit of work in a route's parameters: a request over the project's

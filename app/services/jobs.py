@@ -5,7 +5,10 @@ stores what it must store at once and hands the rest to :class:`JobRunner`, answ
 ``202 Accepted`` with the job (``GET /projects/{pid}/jobs/{id}``). The rules:
 
 * per project at most one job runs and one waits: a newer job replaces the waiting one,
-  which ends ``cancelled`` with the reason ``superseded``;
+  which ends ``cancelled`` with the reason ``superseded``; except that a job of a kind in
+  :data:`NEVER_SUPERSEDED` (an import: it stores what no later job redoes) is never
+  replaced and replaces nothing: it queues behind the project's waiting job, and a later job
+  queues behind it, each in its turn;
 * one process holds at most ``max_jobs`` jobs queued or running: past it :meth:`reserve`
   raises :class:`~app.errors.JobsBusy` (503 with ``Retry-After``) before anything is stored;
 * a project has at most ``heavy_requests_per_project`` heavy requests in flight in a process
@@ -21,6 +24,8 @@ A job is a function of a :class:`JobContext`, run outside any request: it report
 with :meth:`JobContext.progress`, which also raises :class:`JobCancelled` once the job was
 cancelled (``DELETE``) or the process is stopping, and returns a JSON object, the job's
 ``result``. A :class:`~app.errors.ServiceError` it raises becomes the job's ``problem``.
+A job may come with a ``cleanup`` (e.g. deleting the file it reads), called once when it
+ends, or when it is dropped without running (cancelled, superseded, shut down).
 """
 
 from __future__ import annotations
@@ -59,6 +64,8 @@ from models.tables import Job
 
 __all__ = [
     "FINISHED",
+    "IMPORT",
+    "NEVER_SUPERSEDED",
     "JobCancelled",
     "JobContext",
     "JobFunction",
@@ -75,6 +82,11 @@ FINISHED = (SUCCEEDED, FAILED, CANCELLED)
 SUPERSEDED = "superseded"
 RESTARTED = "interrupted by a restart"
 SHUT_DOWN = "interrupted by a shutdown"
+
+IMPORT = "import"
+"""The kind of an import's job (``POST /projects/{pid}/import``)."""
+NEVER_SUPERSEDED = frozenset({IMPORT})
+"""Kinds of job that a newer job never replaces, and that never replace a waiting one."""
 
 REPORT_INTERVAL = 0.5
 """Seconds between two writes of a job's progress (and two reads of its cancellation)."""
@@ -142,6 +154,8 @@ class JobContext:
         """
         if self.runner.closing:
             raise JobCancelled(SHUT_DOWN)
+        if self.job_id in self.runner._cancelling:
+            raise JobCancelled("cancelled")
         now = time.monotonic()
         if now - self._reported < REPORT_INTERVAL:
             return
@@ -161,6 +175,8 @@ class JobContext:
         """Raise :class:`JobCancelled` if the job was cancelled (one read, no write)."""
         if self.runner.closing:
             raise JobCancelled(SHUT_DOWN)
+        if self.job_id in self.runner._cancelling:
+            raise JobCancelled("cancelled")
         with self.runner.database.sessions() as session:
             if session.scalar(select(Job.cancel_requested).where(Job.id == self.job_id)):
                 raise JobCancelled("cancelled")
@@ -174,6 +190,22 @@ JobFunction = Callable[[JobContext], dict[str, Any]]
 class _Pending:
     project_id: int
     run: JobFunction
+    kind: str = ""
+    cleanup: Callable[[], None] | None = None
+
+    @property
+    def replaceable(self) -> bool:
+        return self.kind not in NEVER_SUPERSEDED
+
+    def end(self) -> None:
+        """Call the cleanup, once; an error in it is logged, never raised."""
+        cleanup, self.cleanup = self.cleanup, None
+        if cleanup is None:
+            return
+        try:
+            cleanup()
+        except Exception:
+            logger.exception("a job's cleanup failed")
 
 
 class Reservation:
@@ -184,9 +216,12 @@ class Reservation:
         self.project_id = project_id
         self.job: JobRecord | None = None
 
-    def submit(self, kind: str, run: JobFunction) -> JobRecord:
-        """Queue ``run`` as a job of ``kind`` (it replaces the project's queued job)."""
-        self.job = self.runner._submit(self.project_id, kind, run)
+    def submit(self, kind: str, run: JobFunction, *,
+               cleanup: Callable[[], None] | None = None) -> JobRecord:
+        """Queue ``run`` as a job of ``kind`` (it replaces the project's queued job, unless
+        either is of a kind in :data:`NEVER_SUPERSEDED`); ``cleanup`` runs once it ends or
+        is dropped."""
+        self.job = self.runner._submit(self.project_id, kind, run, cleanup)
         return self.job
 
 
@@ -235,6 +270,7 @@ class JobRunner:
         self._running: dict[int, int] = {}  # job id -> project id
         self._reserved = 0
         self._heavy: Counter[int] = Counter()
+        self._cancelling: set[int] = set()  # running here, cancelled: seen without a read
         self._threads: list[threading.Thread] = []
 
     # ------------------------------------------------------------------ life cycle
@@ -262,11 +298,15 @@ class JobRunner:
         """Stop: queued jobs end failed, running ones stop at their next progress step."""
         with self._changed:
             self.closing = True
-            pending = list(self._pending)
+            pending = dict(self._pending)
             self._pending.clear()
             self._changed.notify_all()
-        if pending:
-            self._fail(pending, SHUT_DOWN)
+        try:
+            if pending:
+                self._fail(list(pending), SHUT_DOWN)
+        finally:
+            for dropped in pending.values():
+                dropped.end()
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -289,17 +329,18 @@ class JobRunner:
                     del self._heavy[project_id]
 
     @contextmanager
-    def reserve(self, project_id: int) -> Iterator[Reservation]:
+    def reserve(self, project_id: int, kind: str = "") -> Iterator[Reservation]:
         """A place for one job of ``project_id``, taken before its change is stored.
 
         Raises :class:`~app.errors.JobsBusy` (nothing stored yet) when the process already
-        holds ``max_jobs`` jobs; a job queued for the same project does not count, since the
-        new one replaces it.
+        holds ``max_jobs`` jobs; a job queued for the same project does not count when the
+        new one (of ``kind``) replaces it.
         """
         with self._changed:
             if self.closing:
                 raise JobsBusy(self.max_jobs)
-            replaced = any(p.project_id == project_id for p in self._pending.values())
+            replaced = kind not in NEVER_SUPERSEDED and any(
+                p.project_id == project_id and p.replaceable for p in self._pending.values())
             held = len(self._pending) + len(self._running) + self._reserved - replaced
             if held >= self.max_jobs:
                 raise JobsBusy(self.max_jobs)
@@ -310,18 +351,22 @@ class JobRunner:
             with self._changed:
                 self._reserved -= 1
 
-    def submit(self, project_id: int, kind: str, run: JobFunction) -> JobRecord:
+    def submit(self, project_id: int, kind: str, run: JobFunction, *,
+               cleanup: Callable[[], None] | None = None) -> JobRecord:
         """Queue ``run`` as a job of ``project_id`` (reserve, then submit; see the rules)."""
-        with self.reserve(project_id) as reservation:
-            return reservation.submit(kind, run)
+        with self.reserve(project_id, kind) as reservation:
+            return reservation.submit(kind, run, cleanup=cleanup)
 
-    def _submit(self, project_id: int, kind: str, run: JobFunction) -> JobRecord:
+    def _submit(self, project_id: int, kind: str, run: JobFunction,
+                cleanup: Callable[[], None] | None = None) -> JobRecord:
         now = utcnow()
+        kept = sorted(NEVER_SUPERSEDED)
         with self.database.sessions() as session:
             with write_transaction(session, project_id):
                 self._sweep(session, now)
-                replaced = list(session.scalars(select(Job).where(
-                    Job.project_id == project_id, Job.state == QUEUED)))
+                replaced = [] if kind in NEVER_SUPERSEDED else list(session.scalars(
+                    select(Job).where(Job.project_id == project_id, Job.state == QUEUED,
+                                      Job.kind.not_in(kept))))
                 job = Job(project_id=project_id, kind=kind, state=QUEUED, progress=0.0,
                           owner=self.owner, created_at=now, updated_at=now)
                 session.add(job)
@@ -331,10 +376,12 @@ class JobRunner:
                          message=f"superseded by job {job.id}")
                 record = JobRecord.of(job)
         with self._changed:
-            for old in replaced:
-                self._pending.pop(old.id, None)
-            self._pending[record.id] = _Pending(project_id, run)
+            dropped = [self._pending.pop(old.id, None) for old in replaced]
+            self._pending[record.id] = _Pending(project_id, run, kind, cleanup)
             self._changed.notify_all()
+        for pending in dropped:
+            if pending is not None:
+                pending.end()
         return record
 
     # ------------------------------------------------------------------ reading, cancelling
@@ -365,6 +412,9 @@ class JobRunner:
         """Cancel a job: a queued one never runs; a running one stops at its next progress
         step (or ends ``cancelled`` when done); a finished one stays as it is."""
         self.get(project_id, job_id)  # 404 and expiry first
+        with self._changed:  # a job of this process stops without waiting for the write
+            if job_id in self._running:  # below (which may wait for that job's transaction)
+                self._cancelling.add(job_id)
         now = utcnow()
         with self.database.sessions() as session:
             with write_transaction(session):
@@ -377,9 +427,12 @@ class JobRunner:
                     row.cancel_requested = True
                     row.updated_at = now
                 record = JobRecord.of(row)
+        dropped = None
         with self._changed:
             if record.state == CANCELLED:
-                self._pending.pop(job_id, None)
+                dropped = self._pending.pop(job_id, None)
+        if dropped is not None:
+            dropped.end()
         return record
 
     # ------------------------------------------------------------------ recovery, expiry
@@ -437,8 +490,10 @@ class JobRunner:
             except Exception:  # its end could not be recorded: a restart will mark it
                 logger.exception("job %d: its end could not be recorded", job_id)
             finally:
+                pending.end()
                 with self._changed:
                     self._running.pop(job_id, None)
+                    self._cancelling.discard(job_id)
                     self._changed.notify_all()
 
     def _next(self) -> tuple[int, _Pending] | None:
@@ -473,6 +528,8 @@ class JobRunner:
                 if claimed is None:  # another process runs this project's job: later
                     self._pending.setdefault(job_id, pending)
                     self._changed.wait(REPORT_INTERVAL)
+            if claimed is False:  # cancelled elsewhere, or its project deleted
+                pending.end()
 
     def _claim(self, job_id: int, project_id: int) -> bool | None:
         """Mark the job running: True, False (no longer queued), None (wait: another
