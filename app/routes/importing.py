@@ -124,7 +124,7 @@ def _job_progress(work: ProjectWork, job: JobContext) -> Progress:
     def progress(count: int, total: int) -> None:
         nonlocal done
         done += count
-        if getattr(work, "_atomic", None) is not None:  # inside the import's transaction
+        if work.in_transaction:
             job.check_cancelled()
         else:
             job.progress(0.5 + 0.5 * min(done / max(total, 1), 1.0), "writing")

@@ -151,6 +151,12 @@ class ProjectWork(ProjectView):
     _atomic: Project | None = None
     _once: Once[Any] | None = None
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a write transaction is open for this unit now (inside :meth:`atomically`):
+        then another connection's write would wait for it."""
+        return self._atomic is not None
+
     def write(self, compute: Callable[[ProjectWork], P],
               store: Callable[[ProjectWork, Project, P], R],
               holds: Callable[[ProjectWork, P], bool] | None = None) -> R:
