@@ -47,12 +47,14 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
-from sklearn.ensemble import RandomForestClassifier
 
+from app.services.fitting import ModelKey, fit_outputs, warm_up_worker, worker_start
+from app.services.fitting import fit as _fit
+from app.services.fitting import inputs as _inputs
+from app.services.fitting import outputs as _outputs
 from app.services.state import Pool, ProjectState, StateRegistry, TrainingKey
-from app.services.workers import exit_now, watch_parent
-from reasoning.classifiers import FOREST_TREES, make_probabilistic, positive_proba
-from reasoning.strategies import ModelOutputs, Strategy, fit_model, model_inputs, model_outputs
+from reasoning.classifiers import FOREST_TREES
+from reasoning.strategies import ModelOutputs, Strategy
 
 __all__ = [
     "FOREST_TREES",
@@ -66,42 +68,8 @@ __all__ = [
 
 logger = logging.getLogger("sporal")
 
-RANDOM_STATE = 0  # models are deterministic given the labels: answers repeat across processes
 TRAINER_NICE = 10
 MIN_ROWS = 2  # labeled pairs below which no model is fitted (p = 0.5)
-
-
-@dataclass(frozen=True)
-class ModelKey:
-    """Which model: a strategy's (``kind`` lc or qbc) or the prediction model (its ``kind``)."""
-
-    purpose: str  # "strategy" or "prediction"
-    kind: str
-    closure_labels: bool
-
-    @property
-    def trains_here(self) -> bool:
-        """Fast strategy models train in the trainer thread; forests in the worker process."""
-        return self.purpose == "strategy" and self.kind != "forest"
-
-    @property
-    def rank(self) -> int:
-        """Training order: fast strategy models before the forests."""
-        return 0 if self.trains_here else 1
-
-    @property
-    def name(self) -> str:
-        """The model's name in answers."""
-        if self.purpose == "prediction":
-            return self.kind
-        return _MODEL_NAMES[self.kind]
-
-
-_MODEL_NAMES = {  # a strategy model's family → its name in answers
-    "lc": "logistic_regression",
-    "qbc": "decision_tree_committee",
-    "forest": "extra_trees",
-}
 
 
 def strategy_key(strategy: Strategy) -> ModelKey | None:
@@ -169,62 +137,6 @@ class TrainedModel:
         return replace(self, outputs=outputs)
 
 
-def _outputs(key: ModelKey, estimator: Any, X: np.ndarray) -> ModelOutputs:
-    if key.purpose == "prediction":
-        return ModelOutputs(proba=positive_proba(estimator, X) if len(X) else np.zeros(0))
-    if not len(X):
-        return ModelOutputs(proba=np.zeros(0)) if key.kind != "qbc" else \
-            ModelOutputs(votes=np.zeros((0, 0), dtype=np.int64))
-    outputs = model_outputs(key.kind, estimator, X)
-    assert outputs is not None
-    return outputs
-
-
-def _fit(key: ModelKey, X: np.ndarray, y: np.ndarray) -> Any:
-    if key.purpose == "strategy":
-        return fit_model(key.kind, X, y, random_state=RANDOM_STATE)
-    if len(y) < 2 or len(np.unique(y)) < 2:
-        return None
-    if key.kind == "logistic_regression":
-        return make_probabilistic(RANDOM_STATE).fit(X, y.astype(np.int64))
-    forest = RandomForestClassifier(n_estimators=FOREST_TREES, random_state=RANDOM_STATE,
-                                    n_jobs=1)
-    return forest.fit(X, y.astype(np.int64))
-
-
-def _inputs(key: ModelKey, X: np.ndarray, concepts: np.ndarray | None,
-            values: np.ndarray) -> np.ndarray:
-    """What the model of ``key`` sees: ``X``, or for a forest strategy (the snapshot holds its
-    ``concepts``) also the reverse pair's features and the concepts' decided shares
-    (:func:`reasoning.strategies.model_inputs`)."""
-    if concepts is None:
-        return X
-    return model_inputs(key.kind, concepts, X, values)
-
-
-def _fit_outputs(key: ModelKey, X: np.ndarray, concepts: np.ndarray | None,
-                 values: np.ndarray, mask: np.ndarray) -> ModelOutputs | None:
-    """Build the inputs, fit and compute the pool's outputs: what the worker process runs
-    (None: not fitted). The inputs are built here, so that only the pool's own features
-    travel to the worker."""
-    inputs = _inputs(key, X, concepts, values)
-    estimator = _fit(key, inputs[mask], values[mask] == 1)
-    return None if estimator is None else _outputs(key, estimator, inputs)
-
-
-def _worker_start(nice: int) -> None:
-    # The worker ends with the process that started it (nothing else would end it: it holds
-    # both ends of its own job queue), and the forkserver and resource tracker follow it.
-    watch_parent(exit_now)
-    try:  # nice ``nice``, not ``nice`` more than the forkserver (19 when a niced thread began it)
-        os.setpriority(os.PRIO_PROCESS, 0, max(nice, os.getpriority(os.PRIO_PROCESS, 0)))
-    except (AttributeError, OSError):  # not Unix, or not allowed: run at the inherited priority
-        pass
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(1)
-
-
 _workers: ProcessPoolExecutor | None = None
 _workers_lock = threading.Lock()
 
@@ -234,23 +146,18 @@ def _worker_pool(nice: int) -> ProcessPoolExecutor:
     :func:`start_worker` or on first use).
 
     ``forkserver`` (not ``fork``): the worker starts from a clean process, never from a copy
-    of a server with threads and open database connections.
+    of a server with threads and open database connections. The forkserver preloads only
+    :mod:`app.services.fitting` (what the worker runs: NumPy, scikit-learn, the models), not
+    the service, so neither it nor the worker holds FastAPI or SQLAlchemy.
     """
     global _workers
     with _workers_lock:
         if _workers is None:
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["app.services.training", "threadpoolctl"])
+            context.set_forkserver_preload(["app.services.fitting", "threadpoolctl"])
             _workers = ProcessPoolExecutor(max_workers=1, mp_context=context,
-                                           initializer=_worker_start, initargs=(nice,))
+                                           initializer=worker_start, initargs=(nice,))
         return _workers
-
-
-def _warm_up_worker() -> int:
-    """A forest of two trees on four rows: what a first training imports and sets up, done."""
-    X = np.array([[0.0], [1.0], [0.0], [1.0]])
-    forest = RandomForestClassifier(n_estimators=2, random_state=RANDOM_STATE, n_jobs=1)
-    return len(positive_proba(forest.fit(X, np.array([0, 1, 0, 1])), X))
 
 
 def start_worker(nice: int = TRAINER_NICE) -> threading.Thread:
@@ -266,7 +173,7 @@ def start_worker(nice: int = TRAINER_NICE) -> threading.Thread:
     def warm() -> None:
         started = time.perf_counter()
         try:
-            _worker_pool(nice).submit(_warm_up_worker).result()
+            _worker_pool(nice).submit(warm_up_worker).result()
         except Exception as exc:  # a later training starts it again, and says why if it fails
             logger.warning("sporal: training worker not warmed up (%s: %s)",
                            type(exc).__name__, exc)
@@ -362,7 +269,7 @@ def submit(state: ProjectState, key: ModelKey, nice: int) -> tuple[_Snapshot, Fu
         nothing: Future[Any] = Future()
         nothing.set_result(None)
         return snap, nothing
-    return snap, _worker_pool(nice).submit(_fit_outputs, key, snap.X, snap.concepts,
+    return snap, _worker_pool(nice).submit(fit_outputs, key, snap.X, snap.concepts,
                                            snap.values, snap.mask)
 
 

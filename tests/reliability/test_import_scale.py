@@ -1,8 +1,16 @@
 """Staged imports over a real `sporal serve`: 1,000,000 label lines within 1.5 GB; SIGKILL.
 
-Memory is the resident set of the server's whole process group (the server and every child
-it started), sampled while the import runs and while the next request rebuilds the project's
-cache from the database; the figure is the largest sum seen.
+Memory is that of the server's whole process group (the server and every child it started:
+the resource tracker, the forkserver and the training worker it forks), sampled while the
+import runs and while the next request rebuilds the project's cache from the database; the
+figure is the largest sum seen.
+
+The sum is of each process's proportional set size (``Pss:`` in ``/proc/PID/smaps_rollup``):
+a page shared by k processes counts 1/k in each, so the sum is what the group holds in
+memory, each page once. The sum of the resident sets (``VmRSS``) counts a shared page once
+per process that maps it: the worker is forked from the forkserver and shares most of its
+pages (the interpreter, NumPy, scikit-learn), which that sum counts twice. It is printed
+beside the asserted figure, for comparison.
 """
 
 from __future__ import annotations
@@ -45,9 +53,18 @@ def write_file(path: Path) -> int:
     return len(pairs)
 
 
-def group_rss(pgid: int) -> int:
-    """Bytes resident in the processes of group ``pgid``."""
-    total = 0
+def _kib(path: str, field: str) -> int:
+    for line in Path(path).read_text().splitlines():
+        if line.startswith(field):
+            return int(line.split()[1])
+    return 0
+
+
+def group_memory(pgid: int) -> tuple[int, int]:
+    """Bytes in memory in the processes of group ``pgid``: the sum of their proportional
+    set sizes (each page once) and the sum of their resident sets (shared pages once per
+    process)."""
+    pss = rss = 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -55,12 +72,12 @@ def group_rss(pgid: int) -> int:
             stat = Path(f"/proc/{entry}/stat").read_text()
             if int(stat.rsplit(")", 1)[1].split()[2]) != pgid:
                 continue
-            for line in Path(f"/proc/{entry}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-        except (OSError, ValueError, IndexError):
+            one_pss = _kib(f"/proc/{entry}/smaps_rollup", "Pss:")
+            one_rss = _kib(f"/proc/{entry}/status", "VmRSS:")
+        except (OSError, ValueError, IndexError):  # the process ended meanwhile
             continue
-    return total
+        pss, rss = pss + one_pss * 1024, rss + one_rss * 1024
+    return pss, rss
 
 
 @pytest.mark.slow
@@ -71,11 +88,13 @@ def test_a_million_label_lines_import_within_1_5_gb(tmp_path: Path) -> None:
             httpx.Client(base_url=server.base_url, timeout=1800) as client:
         assert server.process is not None
         pgid = server.process.pid
-        peak, stop = [group_rss(pgid)], threading.Event()
+        first = group_memory(pgid)
+        peak, stop = list(first), threading.Event()
 
         def sample() -> None:
             while not stop.is_set():
-                peak.append(max(peak[-1], group_rss(pgid)))
+                pss, rss = group_memory(pgid)
+                peak[:] = [max(peak[0], pss), max(peak[1], rss)]
                 time.sleep(0.1)
 
         sampler = threading.Thread(target=sample)
@@ -93,11 +112,12 @@ def test_a_million_label_lines_import_within_1_5_gb(tmp_path: Path) -> None:
             stop.set()
             sampler.join()
     print(f"\n1,000,000 label lines ({distinct} pairs, {CONCEPTS} concepts): {took:.1f} s, "
-          f"peak RSS of the server's group {peak[-1] / 1e6:.0f} MB ({peak[0] / 1e6:.0f} MB "
-          "before the import)")
+          f"peak PSS of the server's group {peak[0] / 1e6:.0f} MB ({first[0] / 1e6:.0f} MB "
+          f"before the import); peak sum of VmRSS {peak[1] / 1e6:.0f} MB "
+          f"({first[1] / 1e6:.0f} MB before)")
     assert response.json()["labels_created"] == distinct == counts["asserted_labels"]
     assert response.json()["labels_unchanged"] == LINES - distinct
-    assert peak[-1] <= LIMIT
+    assert peak[0] <= LIMIT, f"peak PSS {peak[0] / 1e6:.0f} MB"
 
 
 def staged_rows(db: Path) -> tuple[int, int]:

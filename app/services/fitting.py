@@ -1,0 +1,136 @@
+"""What the training worker process runs: fit a model and compute its outputs on the pool.
+
+The worker (:mod:`app.services.training` starts it) is forked by multiprocessing's forkserver,
+which preloads this module: so this module imports only what fitting needs (NumPy,
+scikit-learn, the models of :mod:`reasoning`, and :mod:`app.services.workers`), never the
+service (FastAPI, SQLAlchemy, pydantic, the rest of :mod:`app`). The forkserver and the worker
+then hold a few tens of megabytes less each, and what crosses the process boundary (a
+:class:`ModelKey`, arrays, :class:`reasoning.strategies.ModelOutputs`) unpickles there
+without importing the service either.
+
+The trainer thread fits the fast strategy models with the same functions (:func:`fit`,
+:func:`inputs`, :func:`outputs`), so both places train alike.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.ensemble import RandomForestClassifier
+
+from app.services.workers import exit_now, watch_parent
+from reasoning.classifiers import FOREST_TREES, make_probabilistic, positive_proba
+from reasoning.strategies import ModelOutputs, fit_model, model_inputs, model_outputs
+
+__all__ = [
+    "RANDOM_STATE",
+    "ModelKey",
+    "fit",
+    "fit_outputs",
+    "inputs",
+    "outputs",
+    "warm_up_worker",
+    "worker_start",
+]
+
+RANDOM_STATE = 0  # models are deterministic given the labels: answers repeat across processes
+
+
+@dataclass(frozen=True)
+class ModelKey:
+    """Which model: a strategy's (``kind`` lc or qbc) or the prediction model (its ``kind``)."""
+
+    purpose: str  # "strategy" or "prediction"
+    kind: str
+    closure_labels: bool
+
+    @property
+    def trains_here(self) -> bool:
+        """Fast strategy models train in the trainer thread; forests in the worker process."""
+        return self.purpose == "strategy" and self.kind != "forest"
+
+    @property
+    def rank(self) -> int:
+        """Training order: fast strategy models before the forests."""
+        return 0 if self.trains_here else 1
+
+    @property
+    def name(self) -> str:
+        """The model's name in answers."""
+        if self.purpose == "prediction":
+            return self.kind
+        return _MODEL_NAMES[self.kind]
+
+
+_MODEL_NAMES = {  # a strategy model's family → its name in answers
+    "lc": "logistic_regression",
+    "qbc": "decision_tree_committee",
+    "forest": "extra_trees",
+}
+
+
+def outputs(key: ModelKey, estimator: Any, X: np.ndarray) -> ModelOutputs:
+    if key.purpose == "prediction":
+        return ModelOutputs(proba=positive_proba(estimator, X) if len(X) else np.zeros(0))
+    if not len(X):
+        return ModelOutputs(proba=np.zeros(0)) if key.kind != "qbc" else \
+            ModelOutputs(votes=np.zeros((0, 0), dtype=np.int64))
+    result = model_outputs(key.kind, estimator, X)
+    assert result is not None
+    return result
+
+
+def fit(key: ModelKey, X: np.ndarray, y: np.ndarray) -> Any:
+    if key.purpose == "strategy":
+        return fit_model(key.kind, X, y, random_state=RANDOM_STATE)
+    if len(y) < 2 or len(np.unique(y)) < 2:
+        return None
+    if key.kind == "logistic_regression":
+        return make_probabilistic(RANDOM_STATE).fit(X, y.astype(np.int64))
+    forest = RandomForestClassifier(n_estimators=FOREST_TREES, random_state=RANDOM_STATE,
+                                    n_jobs=1)
+    return forest.fit(X, y.astype(np.int64))
+
+
+def inputs(key: ModelKey, X: np.ndarray, concepts: np.ndarray | None,
+           values: np.ndarray) -> np.ndarray:
+    """What the model of ``key`` sees: ``X``, or for a forest strategy (the snapshot holds its
+    ``concepts``) also the reverse pair's features and the concepts' decided shares
+    (:func:`reasoning.strategies.model_inputs`)."""
+    if concepts is None:
+        return X
+    return model_inputs(key.kind, concepts, X, values)
+
+
+def fit_outputs(key: ModelKey, X: np.ndarray, concepts: np.ndarray | None,
+                values: np.ndarray, mask: np.ndarray) -> ModelOutputs | None:
+    """Build the inputs, fit and compute the pool's outputs: what the worker process runs
+    (None: not fitted). The inputs are built here, so that only the pool's own features
+    travel to the worker."""
+    seen = inputs(key, X, concepts, values)
+    estimator = fit(key, seen[mask], values[mask] == 1)
+    return None if estimator is None else outputs(key, estimator, seen)
+
+
+def worker_start(nice: int) -> None:
+    """The worker's initializer."""
+    # The worker ends with the process that started it (nothing else would end it: it holds
+    # both ends of its own job queue), and the forkserver and resource tracker follow it.
+    watch_parent(exit_now)
+    try:  # nice ``nice``, not ``nice`` more than the forkserver (19 when a niced thread began it)
+        os.setpriority(os.PRIO_PROCESS, 0, max(nice, os.getpriority(os.PRIO_PROCESS, 0)))
+    except (AttributeError, OSError):  # not Unix, or not allowed: run at the inherited priority
+        pass
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+
+
+def warm_up_worker() -> int:
+    """A forest of two trees on four rows: what a first training imports and sets up, done."""
+    X = np.array([[0.0], [1.0], [0.0], [1.0]])
+    forest = RandomForestClassifier(n_estimators=2, random_state=RANDOM_STATE, n_jobs=1)
+    return len(positive_proba(forest.fit(X, np.array([0, 1, 0, 1])), X))
