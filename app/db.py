@@ -221,8 +221,12 @@ def write_transaction(session: Session, project_id: int | None = None) -> Iterat
         session.connection(execution_options={WRITE_OPTION: True})
         project = None
         if project_id is not None:
+            # populate_existing: the session keeps objects across commits (expire_on_commit
+            # off), and the locked row must be read as it is now, not as an earlier
+            # transaction of this session saw it (its version decides whether to catch up)
             project = session.scalar(
                 select(Project).where(Project.id == project_id).with_for_update()
+                .execution_options(populate_existing=True)
             )
             if project is None:
                 raise ProjectNotFound(project_id)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from app.db import Database, migrate
+from app.db import Database, migrate, write_transaction
 from app.errors import ConcurrentChange
 from app.schemas import ConceptIn
 from app.services.idempotency import Answer, Idempotency, request_hash
@@ -144,6 +144,27 @@ def test_a_write_overtaken_by_another_process_catches_up_and_computes_again(
     assert "late" not in seen[0] and "late" in seen[1]
     # The plan stored is the one computed after catching up (4 concepts: c0..c2 and late).
     assert names(first, pid) == ["after 4 concepts", "c0", "c1", "c2", "late"]
+
+
+def test_a_write_transaction_reads_the_locked_project_as_it_is_now(
+        processes: Callable[[], Process], project: tuple[Process, int]) -> None:
+    """The session keeps its objects across commits; the locked row must not be one of them.
+
+    A write overtaken once is computed again in a second transaction of the same session: if
+    that transaction saw the version of the first, a third write in between would go unseen
+    (no catch-up, and two writes stamped with one version).
+    """
+    first, pid = project
+    other = processes()
+    with first.database.sessions() as session:
+        with write_transaction(session, pid) as locked:
+            assert locked is not None
+            seen = locked.version
+        with other.work(pid) as elsewhere:  # another process writes between the two
+            elsewhere.write(lambda work: "between", add_concept("between"))
+        with write_transaction(session, pid) as locked:
+            assert locked is not None
+            assert locked.version == seen + 1
 
 
 def test_a_plan_that_no_longer_holds_is_computed_again_inside_the_lock(
