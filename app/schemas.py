@@ -11,7 +11,14 @@ import re
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
 
 from models import NAME_LENGTH
 
@@ -132,6 +139,8 @@ Description = Annotated[str, StringConstraints(max_length=MAX_DESCRIPTION),
 TextValue = Annotated[str, StringConstraints(max_length=MAX_TEXT), AfterValidator(_check_text)]
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 LabelValue = Literal["positive", "negative"]
+Source = Annotated[str, StringConstraints(min_length=1, max_length=64,
+                                          pattern=r"^[A-Za-z0-9_.:-]+$")]
 PredictionModelName = Literal["random_forest", "logistic_regression"]
 
 
@@ -157,6 +166,18 @@ class Problem(BaseModel):
 
 
 # ---------------------------------------------------------------------------- projects
+PolicyName = Literal["strict", "consensus"]
+POLICY_DESCRIPTION = (
+    "How answers become asserted labels: \"strict\" (the first answer on a pair asserts it; a "
+    "contradicting answer is refused with its proof) or \"consensus\" (for teams: every answer "
+    "is kept and the asserted labels are the consistent set that best explains them all, "
+    "given each annotator's estimated reliability).")
+DEFAULT_QUESTION = "Is {a} needed before {b}, directly or through other concepts?"
+Question = Annotated[str, StringConstraints(min_length=1, max_length=MAX_DESCRIPTION),
+                     Field(description="The question annotators are asked, with {a} and {b}; "
+                                       f"default: \"{DEFAULT_QUESTION}\"")]
+
+
 class ProjectCreate(_Request):
     name: Name
     description: Description | None = None
@@ -164,12 +185,16 @@ class ProjectCreate(_Request):
         default=None, description="The model behind /predictions; default random_forest "
         "(the paper's 200-tree random forest)."
     )
+    policy: PolicyName = Field(default="strict", description=POLICY_DESCRIPTION)
+    question: Question | None = None
 
 
 class ProjectUpdate(_Request):
     name: Name | None = None
     description: Description | None = None
     prediction_model: PredictionModelName | None = None
+    policy: PolicyName | None = Field(default=None, description=POLICY_DESCRIPTION)
+    question: Question | None = None
 
 
 class ProjectRead(_Response):
@@ -183,6 +208,14 @@ class ProjectRead(_Response):
     features_computed: bool = Field(
         default=False, description="The pool's features are computed by sporal from the "
         "concept texts and links (docs/features.md), not sent with the pairs.")
+    policy: PolicyName = Field(default="strict", description=POLICY_DESCRIPTION)
+    question: str = Field(default=DEFAULT_QUESTION,
+                          description="The question annotators are asked, with {a} and {b}.")
+
+    @field_validator("question", mode="before")
+    @classmethod
+    def _default_question(cls, value: object) -> object:
+        return DEFAULT_QUESTION if value is None else value
 
 
 class ProjectCreated(ProjectRead):
@@ -295,6 +328,9 @@ class LabelIn(_Request):
     b: Name
     label: LabelValue = Field(description='"positive": a is a prerequisite of b.')
     annotator: Name | None = None
+    source: Source | None = Field(
+        default=None, description='Where the answer comes from (e.g. "labelstudio"); kept '
+        'with the answer. Default "api" ("bulk" for bulk labels, "import" for a file).')
 
     @property
     def positive(self) -> bool:
@@ -326,8 +362,18 @@ class NewlyDecided(BaseModel):
     negative: int
 
 
-class LabelCreated(BaseModel):
+class DisagreementRef(BaseModel):
     id: int
+    state: Literal["opened", "closed", "open"] = Field(
+        description="\"opened\": this answer opened it; \"closed\": this answer settled it; "
+                    "\"open\": it stays open.")
+
+
+class LabelCreated(BaseModel):
+    id: int = Field(description="The asserted label this answer created or agrees with "
+                                "(0: none; in consensus, a disputed pair may have none).")
+    answer_id: int | None = Field(default=None, description="The answer kept for this post "
+                                  "(GET answers); a repeat by the same annotator keeps none.")
     a: str
     b: str
     label: LabelValue
@@ -343,6 +389,15 @@ class LabelCreated(BaseModel):
         default=None, description="Where to page every pair this label decided, when "
                                   "`decided` does not hold them all (GET labels?caused_by=ID)."
     )
+    undecided: list[DecidedPair] = Field(
+        default_factory=list, description="consensus: pairs this answer made undecided, or "
+        "decided the other way (listed with their value before).")
+    disagreement: DisagreementRef | None = Field(
+        default=None, description="consensus: the disagreement this answer opened, joined or "
+        "settled.")
+    check_failed: bool = Field(
+        default=False, description="This answer said negative to a pair decided positive "
+        "through other concepts: show the annotator the question's definition again.")
 
 
 class BulkLabelsCreated(BaseModel):
@@ -538,10 +593,12 @@ class ConceptsMerged(BaseModel):
 
 class AnnotatorCounts(BaseModel):
     annotator: str | None = Field(description="null: labels posted without an annotator.")
-    answered: int = Field(description="accepted + retracted + refused.")
+    answered: int = Field(description="accepted + retracted + refused + contested.")
     accepted: int = Field(description="Labels asserted and still live.")
     retracted: int = Field(description="Labels asserted, retracted since.")
     refused: int = Field(description="Answers refused as contradictions (409).")
+    contested: int = Field(default=0, description="consensus: answers that dispute what was "
+                                                  "decided (open to the consensus).")
 
 
 class AnnotatorPage(BaseModel):

@@ -3,6 +3,8 @@
 from models.base import NAMING_CONVENTION, Base, UTCDateTime, utcnow
 from models.tables import (
     NAME_LENGTH,
+    POLICIES,
+    Answer,
     AssertedLabel,
     ClosureEffect,
     Concept,
@@ -11,7 +13,6 @@ from models.tables import (
     IdempotencyRecord,
     PoolPair,
     Project,
-    RefusedAnswer,
     Reservation,
     Suggestion,
 )
@@ -28,7 +29,8 @@ __all__ = [
     "IdempotencyRecord",
     "PoolPair",
     "Project",
-    "RefusedAnswer",
+    "Answer",
+    "POLICIES",
     "Reservation",
     "Suggestion",
     "UTCDateTime",

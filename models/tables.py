@@ -29,6 +29,8 @@ from models.base import Base, UTCDateTime, utcnow
 
 __all__ = [
     "NAME_LENGTH",
+    "POLICIES",
+    "Answer",
     "AssertedLabel",
     "ClosureEffect",
     "Concept",
@@ -39,7 +41,6 @@ __all__ = [
     "Job",
     "PoolPair",
     "Project",
-    "RefusedAnswer",
     "Reservation",
     "StagedConcept",
     "StagedEffect",
@@ -59,7 +60,10 @@ class Project(Base):
     """
 
     __tablename__ = "projects"
-    __table_args__ = {"sqlite_autoincrement": True}  # ids are never reused: caches key on them
+    __table_args__ = (
+        Index("uq_projects_reviewer_key_hash", "reviewer_key_hash", unique=True),
+        {"sqlite_autoincrement": True},  # ids are never reused: caches key on them
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
@@ -79,6 +83,13 @@ class Project(Base):
         Boolean, nullable=False, default=False, server_default=false())
     corpus_version: Mapped[int] = mapped_column(
         Integer, nullable=False, default=0, server_default=text("0"))
+    # How answers become asserted labels (POLICIES): ``strict``, the first answer on a pair
+    # asserts it; ``consensus``, the labels that best explain every answer.
+    policy: Mapped[str] = mapped_column(
+        String(16), nullable=False, default="strict", server_default=text("'strict'"))
+    # The question annotators are asked, with ``{a}`` and ``{b}``; None: the default wording.
+    question: Mapped[str | None] = mapped_column(Text, nullable=True)
+    reviewer_key_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class Concept(Base):
@@ -279,11 +290,25 @@ class IdempotencyRecord(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
 
 
-class RefusedAnswer(Base):
-    """An answer refused as a contradiction (409): kept only to count each annotator's refusals."""
+POLICIES = ("strict", "consensus")
 
-    __tablename__ = "refused_answers"
-    __table_args__ = (Index("ix_refused_answers_project_id_annotator", "project_id", "annotator"),)
+
+class Answer(Base):
+    """One annotator's answer on a pair: the evidence the asserted labels are drawn from.
+
+    Every label posted (single, bulk, imported, a reviewer's resolution) is kept here, whether
+    it asserted its pair, agreed with what was decided, contradicted it (``refused``, in the
+    ``strict`` policy) or disputed it (``contested``, in ``consensus``). ``label_id`` is the
+    asserted label the answer created or agreed with; a retracted answer keeps its row with
+    ``retracted_at`` set.
+    """
+
+    __tablename__ = "answers"
+    __table_args__ = (
+        Index("ix_answers_project_id_id", "project_id", "id"),
+        Index("ix_answers_project_id_annotator", "project_id", "annotator"),
+        Index("ix_answers_project_id_pair", "project_id", "a_id", "b_id"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     project_id: Mapped[int] = mapped_column(
@@ -297,7 +322,14 @@ class RefusedAnswer(Base):
     )
     positive: Mapped[bool] = mapped_column(Boolean, nullable=False)
     annotator: Mapped[str | None] = mapped_column(String(NAME_LENGTH), nullable=True)
+    role: Mapped[str] = mapped_column(String(16), nullable=False, default="annotator")
+    source: Mapped[str] = mapped_column(String(64), nullable=False, default="api")
+    outcome: Mapped[str] = mapped_column(String(16), nullable=False)
+    check_question: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False,
+                                        server_default=false())
+    label_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    retracted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class ImportStage(Base):

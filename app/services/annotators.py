@@ -1,55 +1,95 @@
-"""Per-annotator counts: answers accepted (asserted labels, live or retracted) and refused (409).
+"""Answers and per-annotator counts.
 
-A refused answer changes nothing in the order, so it is kept apart from the labels, in
-``refused_answers``, only to be counted: one row per contradiction answered to a ``POST`` of a
-label (a replayed idempotent answer is not counted again).
+Every label posted is kept as an :class:`models.Answer` (the evidence), whatever became of it:
+it asserted its pair, agreed with the label asserted there, was refused as a contradiction
+(``strict``) or disputes the pair (``contested``, ``consensus``). The counts of ``GET
+.../annotators`` are read from the answers, so every annotator who answered is listed.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
 from app.schemas import AnnotatorCounts, AnnotatorPage
-from models import AssertedLabel, RefusedAnswer, utcnow
+from models import Answer, utcnow
 
-__all__ = ["annotator_counts", "record_refusal"]
+__all__ = [
+    "ACCEPTED",
+    "annotator_counts",
+    "record_answer",
+    "record_label_answers",
+    "record_refusal",
+    "retract_label_answers",
+]
+
+ACCEPTED = ("asserted", "agreed")
+"""The outcomes of answers that stand behind an asserted label (their ``label_id``)."""
+
+
+def record_answer(session: Session, project_id: int, a_id: int, b_id: int, positive: bool,
+                  annotator: str | None, *, outcome: str, source: str = "api",
+                  label_id: int | None = None, role: str = "annotator",
+                  check_question: bool = False) -> Answer:
+    """Keep one answer, in the caller's write transaction; the row, with its id."""
+    answer = Answer(project_id=project_id, a_id=a_id, b_id=b_id, positive=positive,
+                    annotator=annotator, role=role, source=source, outcome=outcome,
+                    check_question=check_question, label_id=label_id, created_at=utcnow())
+    session.add(answer)
+    session.flush()
+    return answer
 
 
 def record_refusal(session: Session, project_id: int, a_id: int, b_id: int, positive: bool,
-                   annotator: str | None) -> None:
-    """Keep one refused answer of ``annotator``, in the caller's write transaction (the one
-    that refused it: :func:`app.services.labels.writing.post_label`)."""
-    session.add(RefusedAnswer(project_id=project_id, a_id=a_id, b_id=b_id, positive=positive,
-                              annotator=annotator, created_at=utcnow()))
+                   annotator: str | None, source: str = "api") -> Answer:
+    """Keep one refused answer of ``annotator``, in the write transaction that refused it
+    (:func:`app.services.labels.writing.post_label`)."""
+    return record_answer(session, project_id, a_id, b_id, positive, annotator,
+                         outcome="refused", source=source)
+
+
+def record_label_answers(session: Session, project_id: int, *, since_version: int,
+                         source: str) -> None:
+    """Keep the answers behind the labels asserted after ``since_version`` (a bulk write or an
+    import): one per label, in the labels' order, in the caller's write transaction."""
+    session.execute(text(
+        "INSERT INTO answers (project_id, a_id, b_id, positive, annotator, role, source, "
+        "outcome, check_question, label_id, created_at) "
+        "SELECT project_id, a_id, b_id, positive, annotator, 'annotator', :source, "
+        "'asserted', :no, id, created_at FROM asserted_labels "
+        "WHERE project_id = :pid AND version > :version ORDER BY id"),
+        {"pid": project_id, "version": since_version, "source": source, "no": False})
+
+
+def retract_label_answers(session: Session, label_ids: list[int]) -> None:
+    """Stamp the answers that stood behind retracted labels as retracted too."""
+    if label_ids:
+        session.execute(update(Answer).where(
+            Answer.label_id.in_(label_ids), Answer.outcome.in_(ACCEPTED),
+            Answer.retracted_at.is_(None)).values(retracted_at=utcnow())
+            .execution_options(synchronize_session=False))
 
 
 def annotator_counts(session: Session, project_id: int) -> AnnotatorPage:
     """The counts of every annotator of the project, by name.
 
-    ``answered`` = ``accepted`` (live labels) + ``retracted`` + ``refused``; labels posted
-    without an annotator count under ``None`` (listed last).
+    ``answered`` = ``accepted`` (standing behind a live label) + ``retracted`` + ``refused`` +
+    ``contested``; answers posted without an annotator count under ``None`` (listed last).
     """
-    live = func.count(AssertedLabel.id).filter(AssertedLabel.retracted_at.is_(None))
-    labels = session.execute(
-        select(AssertedLabel.annotator, live, func.count(AssertedLabel.id))
-        .where(AssertedLabel.project_id == project_id).group_by(AssertedLabel.annotator))
-    refusals = session.execute(
-        select(RefusedAnswer.annotator, func.count(RefusedAnswer.id))
-        .where(RefusedAnswer.project_id == project_id).group_by(RefusedAnswer.annotator))
-    counts: dict[str | None, dict[str, Any]] = {}
-
-    def row(name: str | None) -> dict[str, Any]:
-        return counts.setdefault(name, {"annotator": name, "answered": 0, "accepted": 0,
-                                        "retracted": 0, "refused": 0})
-
-    for name, accepted, asserted in labels:
-        row(name).update(accepted=accepted, retracted=asserted - accepted)
-    for name, refused in refusals:
-        row(name)["refused"] = refused
-    for item in counts.values():
-        item["answered"] = item["accepted"] + item["retracted"] + item["refused"]
-    ordered = sorted(counts.values(), key=lambda c: (c["annotator"] is None, c["annotator"] or ""))
-    return AnnotatorPage(items=[AnnotatorCounts(**item) for item in ordered])
+    live = Answer.retracted_at.is_(None)
+    rows = session.execute(
+        select(Answer.annotator,
+               func.count(Answer.id).filter(live, Answer.outcome.in_(ACCEPTED)),
+               func.count(Answer.id).filter(Answer.retracted_at.is_not(None)),
+               func.count(Answer.id).filter(live, Answer.outcome == "refused"),
+               func.count(Answer.id).filter(live, Answer.outcome == "contested"),
+               func.count(Answer.id))
+        .where(Answer.project_id == project_id).group_by(Answer.annotator))
+    counts: list[dict[str, Any]] = [
+        {"annotator": name, "accepted": accepted, "retracted": retracted, "refused": refused,
+         "contested": contested, "answered": answered}
+        for name, accepted, retracted, refused, contested, answered in rows]
+    counts.sort(key=lambda c: (c["annotator"] is None, c["annotator"] or ""))
+    return AnnotatorPage(items=[AnnotatorCounts(**item) for item in counts])

@@ -24,6 +24,7 @@ from sqlalchemy import delete, insert, select, update
 
 from app.errors import Contradiction, InUse, InvalidItems
 from app.schemas import ConceptDeleted, ConceptsMerged, label_value
+from app.services.annotators import retract_label_answers
 from app.services.concepts import resolve
 from app.services.corpus import (
     Corpus,
@@ -38,13 +39,13 @@ from app.services.labels.store import Rewrite, prepare_rewrite, replay_live, rew
 from app.services.state import ProjectState, encode_features
 from app.services.unit import ProjectWork
 from models import (
+    Answer,
     AssertedLabel,
     Concept,
     ConceptLink,
     ConceptText,
     PoolPair,
     Project,
-    RefusedAnswer,
     utcnow,
 )
 from reasoning.closure import Closure, ContradictionError, Label, Update
@@ -310,8 +311,13 @@ def _store_merge(work: ProjectWork, project: Project, plan: _Merge) -> None:
     for pair_id, a, b in plan.moved_pairs:
         session.execute(update(PoolPair).where(PoolPair.id == pair_id)
                         .values(a_id=a, b_id=b))
-    for column in (RefusedAnswer.a_id, RefusedAnswer.b_id):
-        session.execute(update(RefusedAnswer).where(column == plan.merge)
+    retract_label_answers(session, list(plan.dropped_labels))
+    both = (plan.keep, plan.merge)  # an answer on the two merged concepts names no pair now
+    session.execute(update(Answer).where(
+        Answer.a_id.in_(both), Answer.b_id.in_(both), Answer.retracted_at.is_(None))
+        .values(retracted_at=utcnow()))
+    for column in (Answer.a_id, Answer.b_id):
+        session.execute(update(Answer).where(column == plan.merge)
                         .values({column: plan.keep}))
     _store_corpus(work, project, plan)
     session.execute(delete(Concept).where(Concept.id == plan.merge))

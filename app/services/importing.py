@@ -652,7 +652,7 @@ def _write_batch(work: ProjectWork, kind: Kind, items: list[Any], summary: Impor
         summary.links_created += len(plan.links_added)
     elif kind == "label":
         # a run has no length limit: no request made it (validated record by record)
-        written = post_bulk(work, BulkLabels.model_construct(labels=items))
+        written = post_bulk(work, BulkLabels.model_construct(labels=items), source="import")
         if isinstance(written, Refused):  # validated, unless labels changed since
             raise written.error
         summary.labels_created += written.answer.created

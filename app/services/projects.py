@@ -30,7 +30,8 @@ def create_project(session: Session, body: ProjectCreate,
     with write_transaction(session):
         project = Project(name=body.name, description=body.description, version=0,
                           retraction_version=0, api_key_hash=hash_key(key),
-                          prediction_model=body.prediction_model or default_model)
+                          prediction_model=body.prediction_model or default_model,
+                          policy=body.policy, question=body.question)
         session.add(project)
     return project, key
 
@@ -75,14 +76,15 @@ def _columns(project: Project) -> dict[str, object]:
             "created_at": project.created_at, "version": project.version,
             "feature_length": project.feature_length,
             "prediction_model": project.prediction_model,
-            "features_computed": project.features_computed}
+            "features_computed": project.features_computed, "policy": project.policy,
+            "question": project.question}
 
 
 def update_project(session: Session, project_id: int, body: ProjectUpdate) -> Project:
     with write_transaction(session, project_id) as project:
         assert project is not None
         changes = body.model_dump(exclude_unset=True)
-        for field in ("name", "prediction_model"):
+        for field in ("name", "prediction_model", "policy", "question"):
             if changes.get(field) is not None:
                 setattr(project, field, changes[field])
         if "description" in changes:

@@ -36,6 +36,7 @@ from sqlalchemy.orm import Session
 
 from app.db import write_transaction
 from app.errors import BudgetExceeded, ConcurrentChange
+from app.services.annotators import record_label_answers
 from app.services.labels.store import cause_in_store, causes_in, decode, encode
 from app.services.labels.writing import CANONICAL_MIN, within_budget
 from app.services.state import LiveLabel
@@ -327,6 +328,8 @@ class LabelStage:
                   "version": project.version}
         session.execute(text(_COPY_LABELS), params)
         session.execute(text(_COPY_EFFECTS), params)
+        record_label_answers(session, project.id, since_version=project.version,
+                             source="import")
         session.execute(text(_RELEASE), params)
         if postgres:
             session.execute(text("SELECT setval('asserted_labels_id_seq', :top)"),

@@ -29,9 +29,9 @@ def test_counts_accepted_retracted_and_refused_answers_per_annotator(client: Tes
     assert client.delete(f"/projects/{pid}/labels/{first}").status_code == 200
 
     assert _counts(client, pid) == {
-        "ana": {"answered": 2, "accepted": 1, "retracted": 1, "refused": 0},
-        "bo": {"answered": 3, "accepted": 1, "retracted": 0, "refused": 2},
-        None: {"answered": 1, "accepted": 1, "retracted": 0, "refused": 0},
+        "ana": {"answered": 2, "accepted": 1, "retracted": 1, "refused": 0, "contested": 0},
+        "bo": {"answered": 3, "accepted": 1, "retracted": 0, "refused": 2, "contested": 0},
+        None: {"answered": 1, "accepted": 1, "retracted": 0, "refused": 0, "contested": 0},
     }
     assert list(_counts(client, new_project(client, CHAIN))) == []
 
@@ -55,3 +55,22 @@ def test_counts_need_the_project_key(make_client: Callable[..., TestClient]) -> 
     assert _counts(keyed, pid, **{"X-API-Key": key}) == {}
     assert_problem(keyed.get("/projects/999999/annotators",
                              headers={"X-API-Key": ADMIN_KEY}), 404, "project-not-found")
+
+
+def test_another_annotators_agreeing_answer_is_kept_and_counted(client: TestClient) -> None:
+    pid = new_project(client, CHAIN)
+    first = label(client, pid, "limit", "derivative", annotator="ana")
+    assert first.status_code == 201
+    again = label(client, pid, "limit", "derivative", annotator="ana")
+    agreeing = label(client, pid, "limit", "derivative", annotator="bo")
+    assert again.status_code == 200 and again.json()["answer_id"] is None
+    assert agreeing.status_code == 201, agreeing.text
+    body = agreeing.json()
+    assert body["id"] == first.json()["id"]  # the label it agrees with
+    assert body["annotator"] == "bo" and body["answer_id"] > first.json()["answer_id"]
+    counts = _counts(client, pid)
+    assert counts["bo"]["accepted"] == 1 and counts["ana"]["answered"] == 1
+    # retracting the label retracts every answer behind it
+    assert client.delete(f"/projects/{pid}/labels/{first.json()['id']}").status_code == 200
+    counts = _counts(client, pid)
+    assert counts["bo"]["retracted"] == 1 and counts["ana"]["retracted"] == 1

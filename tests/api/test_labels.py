@@ -63,9 +63,21 @@ def test_a_pair_already_inferred_becomes_asserted_with_nothing_new(client: TestC
 def test_the_same_label_again_is_200_with_its_id(client: TestClient) -> None:
     pid = new_project(client, CHAIN)
     first = label(client, pid, "a", "b", annotator="x").json()
-    again = label(client, pid, "a", "b")
+    again = label(client, pid, "a", "b", annotator="x")
     assert again.status_code == 200
     assert again.json()["id"] == first["id"] and again.json()["decided"] == []
+    assert len(_decided(client, pid, source="asserted")) == 1
+
+
+def test_the_same_label_by_another_annotator_is_a_new_answer_on_the_same_label(
+        client: TestClient) -> None:
+    pid = new_project(client, CHAIN)
+    first = label(client, pid, "a", "b", annotator="x").json()
+    other = label(client, pid, "a", "b")  # anonymous: another annotator than x
+    assert other.status_code == 201
+    assert other.json()["id"] == first["id"] and other.json()["decided"] == []
+    assert other.json()["answer_id"] != first["answer_id"]
+    assert other.json()["annotator"] is None
     assert len(_decided(client, pid, source="asserted")) == 1
 
 

@@ -18,7 +18,7 @@ from tests.api.databases import backend, postgres_database, require_postgres, sq
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = {"projects", "concepts", "pool_pairs", "asserted_labels", "closure_effects",
-          "suggestions", "reservations", "idempotency_records", "refused_answers",
+          "suggestions", "reservations", "idempotency_records", "answers",
           "concept_texts", "concept_links", "import_stages", "staged_labels", "staged_effects",
           "staged_concepts", "jobs"}
 

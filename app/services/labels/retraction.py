@@ -7,6 +7,7 @@ from typing import Any
 
 from app.errors import LabelNotFound
 from app.schemas import LabelRetracted, label_value
+from app.services.annotators import retract_label_answers
 from app.services.labels.store import Rewrite, prepare_rewrite, replay_live, rewrite
 from app.services.state import ProjectState
 from app.services.unit import ProjectWork
@@ -54,6 +55,7 @@ def retract_label(work: ProjectWork, label_id: int) -> LabelRetracted:
         label.retracted_at = utcnow()
         label.retracted_version = project.version
         label.caused_by = None
+        retract_label_answers(session, [label_id])
         rewrite(session, project.id, plan.stored)
         state.replace_closure(plan.closure, plan.values)
         state.forget_label(label_id)

@@ -39,7 +39,7 @@ from app.schemas import (
     NewlyDecided,
     label_value,
 )
-from app.services.annotators import record_refusal
+from app.services.annotators import record_answer, record_label_answers, record_refusal
 from app.services.labels.proofs import (
     check_pair,
     contradiction,
@@ -108,14 +108,16 @@ def _decided(state: ProjectState, update: Update) -> list[DecidedPair]:
 
 
 def _created(state: ProjectState, a: str, b: str, positive: bool, live: LiveLabel,
-             update: Update | None) -> LabelCreated:
+             update: Update | None, answer_id: int | None = None,
+             annotator: str | None = None) -> LabelCreated:
     n_positive = update.n_positive if update is not None else 0
     n_negative = update.n_negative if update is not None else 0
     total = n_positive + n_negative
     rest = (f"/projects/{state.project_id}/labels?caused_by={live.id}&source=inferred"
             if total > MAX_DECIDED_LISTED else None)
     return LabelCreated(
-        id=live.id, a=a, b=b, label=label_value(positive), annotator=live.annotator,
+        id=live.id, answer_id=answer_id, a=a, b=b, label=label_value(positive),
+        annotator=live.annotator if answer_id is None else annotator,
         created_at=live.created_at,
         newly_decided=NewlyDecided(positive=n_positive, negative=n_negative),
         decided=_decided(state, update) if update is not None else [],
@@ -160,16 +162,34 @@ def post_label(work: ProjectWork, body: LabelIn) -> Written[LabelCreated] | Refu
               plan: _Planned | _Found | Refused) -> Written[LabelCreated] | Refused:
         state = work.state
         if isinstance(plan, _Found):
-            return Written(_created(state, body.a, body.b, positive, plan.live, None),
-                           created=False)
+            return _found(work, project, body, plan.live)
         if isinstance(plan, Refused):
             record_refusal(work.session, project.id, state.id_of[body.a], state.id_of[body.b],
-                           positive, body.annotator)
+                           positive, body.annotator, body.source or "api")
             return plan
         live = _store_label(work, project, body, plan)
-        return Written(_created(state, body.a, body.b, positive, live, plan.update))
+        answer = record_answer(work.session, project.id, plan.a_id, plan.b_id, positive,
+                               body.annotator, outcome="asserted", source=body.source or "api",
+                               label_id=live.id)
+        return Written(_created(state, body.a, body.b, positive, live, plan.update, answer.id,
+                                body.annotator))
 
     return work.write(compute, store)
+
+
+def _found(work: ProjectWork, project: Project, body: LabelIn,
+           live: LiveLabel) -> Written[LabelCreated]:
+    """A label asserted the same way already: the same annotator repeating it gives no new
+    answer (200); another annotator's agreeing answer is kept (201)."""
+    state = work.state
+    if live.annotator == body.annotator:
+        return Written(_created(state, body.a, body.b, body.positive, live, None),
+                       created=False)
+    answer = record_answer(work.session, project.id, state.id_of[body.a], state.id_of[body.b],
+                           body.positive, body.annotator, outcome="agreed",
+                           source=body.source or "api", label_id=live.id)
+    return Written(_created(state, body.a, body.b, body.positive, live, None, answer.id,
+                            body.annotator))
 
 
 def _store_label(work: ProjectWork, project: Project, body: LabelIn,
@@ -293,7 +313,8 @@ def _canonical(work: ProjectWork, state: ProjectState, labels: list[LabelIn],
     return _BulkPlan(closure, plan)
 
 
-def post_bulk(work: ProjectWork, body: BulkLabels) -> Written[BulkLabelsCreated] | Refused:
+def post_bulk(work: ProjectWork, body: BulkLabels,
+              source: str = "bulk") -> Written[BulkLabelsCreated] | Refused:
     """Import many labels in one transaction: all applied, or none and every contradiction.
 
     Labels are applied in the order given, to a copy of the closure; each contradiction (with
@@ -312,7 +333,8 @@ def post_bulk(work: ProjectWork, body: BulkLabels) -> Written[BulkLabelsCreated]
               plan: _BulkPlan | Refused) -> Written[BulkLabelsCreated] | Refused:
         if isinstance(plan, Refused):
             return plan
-        return Written(_bulk_created(work.state, plan, _store_bulk(work, project, plan)))
+        ids = _store_bulk(work, project, plan, source)
+        return Written(_bulk_created(work.state, plan, ids))
 
     return work.write(compute, store)
 
@@ -370,12 +392,25 @@ def _bulk_created(state: ProjectState, plan: _BulkPlan,
     )
 
 
-def _store_bulk(work: ProjectWork, project: Project, plan: _BulkPlan) -> dict[int, int]:
-    """Store the new labels and their effects; the new label id of each item index."""
+def _store_agreeing(work: ProjectWork, project: Project, plan: _BulkPlan, source: str) -> None:
+    """Keep the answers of other annotators that agree with a label asserted already."""
+    state = work.state
+    for item in plan.items:
+        live = state.labels.get((item.a_id, item.b_id)) if item.update is None else None
+        if live is not None and live.annotator != item.annotator:
+            record_answer(work.session, project.id, item.a_id, item.b_id, item.positive,
+                          item.annotator, outcome="agreed", source=source, label_id=live.id)
+
+
+def _store_bulk(work: ProjectWork, project: Project, plan: _BulkPlan,
+                source: str) -> dict[int, int]:
+    """Store the new labels, their answers and effects; the new label id of each item index."""
+    _store_agreeing(work, project, plan, source)
     new = [item for item in plan.items if item.update is not None]
     if not new:
         return {}
     state, session = work.state, work.session
+    record_since = project.version
     project.version += 1
     now = utcnow()
     ids = insert_labels(session, [(project.id, i.a_id, i.b_id, i.positive, i.annotator, now,
@@ -396,6 +431,7 @@ def _store_bulk(work: ProjectWork, project: Project, plan: _BulkPlan) -> dict[in
         .values(caused_by=AssertedLabel.id).execution_options(synchronize_session=False))
     set_causes(session, {k: v for k, v in causes.items() if k != v})
     release(session, state, [(i.a_id, i.b_id) for i in new])
+    record_label_answers(session, project.id, since_version=record_since, source=source)
     state.replace_closure(closure, inputs.values)
     for item, label_id in zip(new, ids, strict=True):
         state.remember((item.a_id, item.b_id),
