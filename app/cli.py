@@ -160,8 +160,12 @@ def import_data(
         typer.echo(f"sporal import: {exc}", err=True)
         raise typer.Exit(1) from None
     if key is not None:
-        typer.echo(f"created project {pid}; its api_key (shown once): {key}", err=True)
-    typer.echo(json.dumps({"project": pid, **summary}))
+        typer.echo(f"created project {pid}; its api_key (shown once, also as \"api_key\" in "
+                   f"the JSON on stdout): {key}\nKeep it: clients send it as the X-API-Key "
+                   "header, and the web page (/ui/) asks for it when the service runs with "
+                   "keys (SPORAL_ADMIN_KEY set).", err=True)
+    typer.echo(json.dumps({"project": pid, **({"api_key": key} if key is not None else {}),
+                           **summary}))
 
 
 def main() -> None:

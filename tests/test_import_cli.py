@@ -36,10 +36,11 @@ def test_al_cpl_domain_is_imported_with_its_labels_then_adopted(
     summary = json.loads(out.strip().splitlines()[-1])
     assert (summary["concepts_created"], summary["pairs_created"],
             summary["labels_created"]) == (120, 826, 826)
-    assert "api_key" in err
+    assert "api_key" in err and summary["api_key"] in err  # printed once, on both streams
     code, out, _ = run("--al-cpl", str(al_cpl), "--domain", "data_mining", "--project", "dm")
     again = json.loads(out.strip().splitlines()[-1])
     assert code == 0 and again["project"] == summary["project"]
+    assert "api_key" not in again  # an adopted project's key is not shown again
     assert (again["concepts_known"], again["pairs_unchanged"]) == (120, 826)
     with TestClient(create_app(Settings(database_url=database, warm_up=False))) as client:
         detail = client.get(f"/projects/{summary['project']}").json()

@@ -64,7 +64,8 @@ def test_async_asks_for_a_job_and_prints_the_same_summary(
     code, out, err = run(server, "--file", path, "--project", "job", "--async")
     assert code == 0, err
     job = json.loads(out.strip().splitlines()[-1])
-    assert job.pop("project") != sync.pop("project") and job == sync
+    assert job.pop("project") != sync.pop("project")
+    assert job.pop("api_key") != sync.pop("api_key") and job == sync  # two projects, two keys
 
 
 def test_a_failed_job_prints_its_problem_with_every_line_never_a_traceback(
