@@ -8,6 +8,9 @@ One client, sequential, over keep-alive HTTP, does what a labeling tool does for
 3. ``POST /projects/{pid}/labels``: the annotator's answer, here the true label of the pair;
 
 until ``next`` has no question left (the pool is decided) or the question cap is reached.
+With ``--team K`` the project runs the ``consensus`` policy and K annotators take turns
+(``bench-0``, ``bench-1``, ...), each answering wrongly with probability ``--noise``; every
+25 questions the loop also reads ``GET /projects/{pid}/agreement`` (call ``agreement``).
 Workloads: ``precalculus`` (or any AL-CPL domain: its whole pool, ground truth from the data)
 and ``generated`` (a layered order of 2,000 concepts, about 5 drawn parents each, 38 features,
 a 20,000-pair pool, 1,000 questions).
@@ -56,7 +59,8 @@ __all__ = ["COLUMNS", "TARGETS", "Workload", "main", "run_loop"]
 ROOT = Path(__file__).resolve().parents[1]
 STRATEGY = "LC-R+"
 ANNOTATOR = "bench"
-CALLS = ("next", "status", "label")
+CALLS = ("next", "status", "label", "agreement")
+AGREEMENT_EVERY = 25
 COLUMNS = ["workload", "i", "call", "ms", "http", "labels_behind", "model", "a", "b", "answer"]
 GENERATED_FEATURES = 38
 GENERATED_POSITIVE_SHARE = 0.3  # about AL-CPL's share; a uniform pool would be ~9% positive
@@ -128,6 +132,19 @@ def _model_state(body: Any) -> tuple[int | None, str]:
     return (int(behind), "present") if behind is not None else (None, "missing")
 
 
+@dataclass(frozen=True)
+class Team:
+    """A team in the ``consensus`` policy: ``size`` annotators taking turns, each answer wrong
+    with probability ``noise`` (drawn with ``seed``)."""
+
+    size: int
+    noise: float
+    seed: int = 0
+
+    def annotator(self, question: int) -> str:
+        return f"bench-{question % self.size}"
+
+
 @dataclass
 class LoopResult:
     """The calls of one workload's loop and how it ended."""
@@ -140,6 +157,7 @@ class LoopResult:
     decided: bool = False  # next ran out of questions
     finished: bool = False  # False in a checkpoint taken while the loop still runs
     error: str | None = None
+    team: bool = False  # the consensus policy with a team (TEAM_TARGETS apply)
 
     def ms(self, call: str) -> np.ndarray:
         return np.array([r["ms"] for r in self.rows if r["call"] == call], dtype=float)
@@ -158,19 +176,22 @@ def _timed(client: httpx.Client, method: str, url: str, **kwargs: Any) -> tuple[
 
 def run_loop(client: httpx.Client, workload: Workload, *, progress: bool = True,
              checkpoint: Callable[[LoopResult], object] | None = None,
-             checkpoint_every: int = 100) -> LoopResult:
+             checkpoint_every: int = 100, team: Team | None = None) -> LoopResult:
     """Create the workload's project, then ask, look up and answer until done or capped.
 
     A ``next`` or ``pairs/status`` answer other than 200, or a label POST other than 2xx, ends
     the loop (its row is kept) and is reported in :attr:`LoopResult.error`. ``checkpoint`` is
     called with the result so far every ``checkpoint_every`` questions.
     """
-    result = LoopResult(workload)
+    result = LoopResult(workload, team=team is not None)
     start = time.perf_counter()
     pid = create_pool_project(client, f"loop-{workload.name}", workload.concepts,
                               workload.pairs, workload.features)
-    result.setup_seconds = time.perf_counter() - start
     base = f"/projects/{pid}"
+    if team is not None:
+        client.patch(base, json={"policy": "consensus"}).raise_for_status()
+    rng = np.random.default_rng(team.seed if team is not None else 0)
+    result.setup_seconds = time.perf_counter() - start
     cap = workload.max_questions
     bar = tqdm(total=cap or len(workload.pairs), desc=workload.name, unit="q",
                disable=not progress, file=sys.stderr)
@@ -186,8 +207,9 @@ def run_loop(client: httpx.Client, workload: Workload, *, progress: bool = True,
     loop_start = time.perf_counter()
     try:
         while cap is None or result.questions < cap:
+            annotator = ANNOTATOR if team is None else team.annotator(result.questions)
             response, ms = _timed(client, "GET", f"{base}/next",
-                                  params={"strategy": STRATEGY, "annotator": ANNOTATOR})
+                                  params={"strategy": STRATEGY, "annotator": annotator})
             body = response.json() if response.status_code == 200 else None
             queries = body["queries"] if body else []
             a, b = (queries[0]["a"], queries[0]["b"]) if queries else ("", "")
@@ -206,19 +228,29 @@ def run_loop(client: httpx.Client, workload: Workload, *, progress: bool = True,
                 result.error = f"pairs/status: {response.status_code} {response.text[:300]}"
                 break
 
-            label = "positive" if workload.truth[(a, b)] else "negative"
+            value = workload.truth[(a, b)]
+            if team is not None and rng.random() < team.noise:
+                value = not value
+            label = "positive" if value else "negative"
             response, ms = _timed(client, "POST", f"{base}/labels",
-                                  json={"a": a, "b": b, "label": label, "annotator": ANNOTATOR})
+                                  json={"a": a, "b": b, "label": label, "annotator": annotator})
             record("label", response, ms, a, b, label)
             if not response.is_success:
                 result.error = f"label ({a}, {b}): {response.status_code} {response.text[:300]}"
                 break
             result.questions += 1
+            if team is not None and result.questions % AGREEMENT_EVERY == 0:
+                response, ms = _timed(client, "GET", f"{base}/agreement")
+                record("agreement", response, ms)
+                if response.status_code != 200:
+                    result.error = f"agreement: {response.status_code} {response.text[:300]}"
+                    break
             bar.update(1)
             if checkpoint is not None and result.questions % checkpoint_every == 0:
                 result.seconds = time.perf_counter() - loop_start
                 checkpoint(result)
-            bar.set_postfix(undecided=result.rows[-3]["answer"], refresh=False)
+            bar.set_postfix(undecided=next(r["answer"] for r in reversed(result.rows)
+                                           if r["call"] == "next"), refresh=False)
     finally:
         result.seconds = time.perf_counter() - loop_start
         bar.close()
@@ -294,6 +326,11 @@ TARGETS = [
     Target(("domain",), "questions/s", ">=", 15, "q/s"),
     Target(("domain",), "next labels_behind median", "<=", 5, ""),
 ]
+TEAM_TARGETS = [  # the consensus policy (--team)
+    Target(("domain",), "label p50", "<=", 20, "ms"),
+    Target(("domain",), "agreement p50", "<=", 100, "ms"),
+    Target(("domain",), "questions/s", ">=", 15, "q/s"),
+]
 
 
 def figures_of(result: LoopResult) -> dict[str, float | None]:
@@ -310,7 +347,7 @@ def check_targets(result: LoopResult) -> list[tuple[str, str, str]]:
     """``(PASS|FAIL, target, measured)`` for every target of the workload's kind."""
     figures = figures_of(result)
     checks = []
-    for target in TARGETS:
+    for target in TEAM_TARGETS if result.team else TARGETS:
         if result.workload.kind in target.kinds:
             verdict, measured = target.check(figures)
             checks.append((verdict, str(target), measured))
@@ -337,6 +374,8 @@ def report(result: LoopResult, health_p50: float) -> list[str]:
              "|---|---:|---:|---:|---:|---:|---:|"]
     for call in CALLS:
         s = latency_stats(result.ms(call))
+        if call == "agreement" and not s["n"]:
+            continue
         lines.append(f"| {call} | {s['n']} | {s['mean']:.1f} | {s['p50']:.1f} | {s['p99']:.1f} "
                      f"| {s['max']:.1f} | {s['p50'] / health_p50:.0f}x |")
     lines += ["", f"labels_behind, next's model: {_behind_line(behind_stats(result, 'next'))}",
@@ -362,8 +401,11 @@ def plot(path: Path, results: Sequence[LoopResult], health_p50: float) -> None:
 
     fig, axes = plt.subplots(len(results), 1, figsize=(10, 3.6 * len(results)), squeeze=False)
     for ax, result in zip(axes[:, 0], results, strict=True):
-        for call, color in zip(CALLS, ("tab:blue", "tab:orange", "tab:green"), strict=True):
+        for call, color in zip(CALLS, ("tab:blue", "tab:orange", "tab:green", "tab:red"),
+                               strict=True):
             rows = [r for r in result.rows if r["call"] == call]
+            if not rows:
+                continue
             ax.plot([r["i"] for r in rows], [max(r["ms"], 1e-3) for r in rows], ".",
                     markersize=2.5, color=color, label=f"{call} (p50 "
                     f"{latency_stats(result.ms(call))['p50']:.1f} ms)")
@@ -426,24 +468,37 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=None, help="default: a free port")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--team", type=int, default=None, metavar="K",
+                        help="consensus policy, K annotators taking turns (default: one, strict)")
+    parser.add_argument("--noise", type=float, default=0.0,
+                        help="with --team: each answer is wrong with this probability")
     args = parser.parse_args(argv)
     default = "data_mining,generated" if args.quick else "precalculus,generated"
     args.workloads = [w.strip() for w in (args.workloads or default).split(",") if w.strip()]
     if args.max_questions is not None and args.max_questions < 1:
         parser.error("--max-questions must be at least 1")
+    if args.team is not None and args.team < 1 or not 0 <= args.noise < 0.5:
+        parser.error("--team must be at least 1 and --noise in [0, 0.5)")
     return args
+
+
+def _who(team: Team | None) -> str:
+    if team is None:
+        return f"annotator `{ANNOTATOR}` (strict policy)"
+    return (f"consensus policy, {team.size} annotators taking turns, each answer wrong with "
+            f"probability {team.noise:g}")
 
 
 def write_outputs(out: Path, command: str, health_rows: list[dict[str, Any]],
                   results: Sequence[LoopResult], log_name: str,
-                  load: tuple[float, float]) -> list[str]:
+                  load: tuple[float, float], team: Team | None = None) -> list[str]:
     """``calls.csv``, ``latency.png`` and ``summary.md`` of the workloads run so far."""
     health_p50 = float(np.percentile([r["ms"] for r in health_rows], 50))
     write_csv(out / "calls.csv", health_rows + [row for r in results for row in r.rows])
     plot(out / "latency.png", results, health_p50)
     head = ["# Labeling loop", "", f"`{command}`", "",
-            f"One sequential client, keep-alive HTTP, strategy {STRATEGY}, annotator "
-            f"`{ANNOTATOR}`; `sporal serve` on SQLite (file on disk), log `{log_name}`. "
+            f"One sequential client, keep-alive HTTP, strategy {STRATEGY}, "
+            f"{_who(team)}; `sporal serve` on SQLite (file on disk), log `{log_name}`. "
             f"Machine: {platform.node()}, {os.cpu_count()} CPUs, load average "
             f"{load[0]:.2f} at the start and {load[1]:.2f} at the end (shared machine: "
             f"other jobs may run beside it).", "",
@@ -469,6 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     load_start = os.getloadavg()[0]
     results: list[LoopResult] = []
     lines: list[str] = []
+    team = None if args.team is None else Team(args.team, args.noise, args.seed)
     with tempfile.TemporaryDirectory(prefix="sporal-loop-") as tmp:
         database = f"sqlite:///{Path(tmp) / 'loop.db'}"
         with Server(database, out, port=args.port or free_port()) as server, \
@@ -477,11 +533,12 @@ def main(argv: list[str] | None = None) -> int:
             def save(current: LoopResult | None = None) -> list[str]:
                 return write_outputs(out, command, health_rows,
                                      results + ([current] if current else []),
-                                     server.log_path.name, (load_start, os.getloadavg()[0]))
+                                     server.log_path.name, (load_start, os.getloadavg()[0]),
+                                     team)
 
             for workload in workloads:
                 results.append(run_loop(client, workload, progress=not args.no_progress,
-                                        checkpoint=save))
+                                        checkpoint=save, team=team))
                 lines = save()
     print("\n".join(lines))
     failed = [r for r in results if r.error]
