@@ -107,27 +107,37 @@ function dagreLayout(nodes, edges, pred, wrap, spread) {
 // dagre's coordinates align each concept with its neighbours, which leaves tall, mostly empty
 // columns. Keeping its ranks and its order in each column (crossings minimised), the columns
 // are pulled together: y' = max(s·y, the item above's bottom + a gap), for the concepts and
-// the bends of the long edges alike; s = 1 is dagre's drawing, s = 0 stacks each column.
+// the long edges' passages alike; s = 1 is dagre's drawing, s = 0 stacks each column. A long
+// edge crosses a column of concepts straight, in its own slot between two of them; its bends
+// between columns (dagre's half ranks) are dropped.
 function compacted(g, s) {
-  const columns = new Map();
-  const add = (x, item) => { const key = Math.round(x); (columns.get(key) || columns.set(key, []).get(key)).push(item); };
+  const columns = new Map(), half = new Map();
+  const add = (key, item) => (columns.get(key) || columns.set(key, []).get(key)).push(item);
   const pos = new Map(), routes = new Map();
   for (const n of g.nodes()) {
     const v = g.node(n), p = { lines: v.lines, width: v.width, height: v.height, x: v.x - v.width / 2, y: 0 };
+    const key = Math.round(v.x);
     pos.set(n, p);
-    add(v.x, { y: v.y - v.height / 2, height: v.height, set: (y) => { p.y = y; } });
+    half.set(key, Math.max(half.get(key) || 0, v.width / 2));
+    add(key, { y: v.y - v.height / 2, height: v.height, set: (y) => { p.y = y; } });
   }
   for (const e of g.edges()) {
-    const bends = g.edge(e).points.slice(1, -1).map((q) => ({ x: q.x, y: 0 }));
-    g.edge(e).points.slice(1, -1).forEach((q, i) => add(q.x, { y: q.y, height: 0, set: (y) => { bends[i].y = y; } }));
-    routes.set(pairKey(e.v, e.w), bends);
+    const passages = [];
+    for (const q of g.edge(e).points.slice(1, -1)) {
+      const key = Math.round(q.x);
+      if (!half.has(key)) continue;
+      const passage = { x: q.x, y: 0, half: half.get(key) };
+      passages.push(passage);
+      add(key, { y: q.y, height: 0, set: (y) => { passage.y = y; } });
+    }
+    routes.set(pairKey(e.v, e.w), passages);
   }
   let height = 0;
   for (const items of columns.values()) {
     items.sort((m, n) => m.y - n.y);
     let bottom = -Infinity, above = null;
-    for (const item of items) {  // bends bundle (1 unit apart); a concept keeps its distance
-      const y = Math.max(s * item.y, bottom + (above && !above.height && !item.height ? 1 : NODE_GAP));
+    for (const item of items) {  // passages bundle (2 units apart); a concept keeps its distance
+      const y = Math.max(s * item.y, bottom + (above && !above.height && !item.height ? 2 : NODE_GAP));
       item.set(y);
       bottom = y + item.height;
       above = item;
@@ -225,12 +235,14 @@ async function drawMap() {
 
 function edgePath(a, b) {
   const p = graph.pos.get(a), r = graph.pos.get(b);
-  const points = [{ x: p.x + p.width, y: p.y + p.height / 2 }, ...graph.routes.get(pairKey(a, b)),
-                  { x: r.x - 1, y: r.y + r.height / 2 }];
-  let d = `M${points[0].x.toFixed(1)},${points[0].y.toFixed(1)}`;
-  for (let i = 1; i < points.length; i++) {  // a smooth horizontal S between consecutive points
+  const points = [{ x: p.x + p.width, y: p.y + p.height / 2 }];
+  for (const c of graph.routes.get(pairKey(a, b))) points.push({ x: c.x - c.half, y: c.y }, { x: c.x + c.half, y: c.y });
+  points.push({ x: r.x - 1, y: r.y + r.height / 2 });
+  const f = (v) => v.toFixed(1);
+  let d = `M${f(points[0].x)},${f(points[0].y)}`;
+  for (let i = 1; i < points.length; i++) {  // across a gap a smooth S, through a column straight
     const from = points[i - 1], to = points[i], dx = (to.x - from.x) / 2;
-    d += ` C${(from.x + dx).toFixed(1)},${from.y.toFixed(1)} ${(to.x - dx).toFixed(1)},${to.y.toFixed(1)} ${to.x.toFixed(1)},${to.y.toFixed(1)}`;
+    d += i % 2 ? ` C${f(from.x + dx)},${f(from.y)} ${f(to.x - dx)},${f(to.y)} ${f(to.x)},${f(to.y)}` : ` L${f(to.x)},${f(to.y)}`;
   }
   return d;
 }
