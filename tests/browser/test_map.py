@@ -145,6 +145,17 @@ def test_the_map_controls_search_highlight_zoom_fit_and_keyboard(
     assert page.locator("#dependants li").all_inner_texts() == ["b"]
 
 
+def test_an_empty_project_has_an_empty_map(browser: Any, server: Server,
+                                           api: httpx.Client) -> None:
+    pid = api.post("/projects", json={"name": "empty"}).json()["id"]
+    page = browser.new_page(viewport=VIEWPORT)
+    open_map(page, server.base_url, pid)
+    assert page.inner_text("#map-status").startswith("0 concepts, 0 edges")
+    page.click("#zoom-fit")
+    page.click("#zoom-in")
+    assert page.locator("#nodes .node").count() == 0
+
+
 def test_the_map_exports_svg_and_png(browser: Any, server: Server, api: httpx.Client,
                                      tmp_path: Path) -> None:
     pid = _chain_project(api)

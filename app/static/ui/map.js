@@ -195,8 +195,8 @@ function layout(names, positives, predicted, area) {
   const top = connected ? connected.height + GRID_TOP : 0;
   const grid = gridLayout(alone, top, Math.max(connected ? connected.width : 0, 900));
   for (const [n, p] of grid.pos) pos.set(n, p);
-  const all = { x: 0, y: connected ? 0 : top, width: Math.max(connected ? connected.width : 0, grid.right),
-                height: (alone.length ? grid.bottom : connected.height) - (connected ? 0 : top) };
+  const bottom = alone.length ? grid.bottom : connected ? connected.height : 0;
+  const all = { x: 0, y: 0, width: Math.max(connected ? connected.width : 0, grid.right), height: bottom };
   return { ...reduced, pos, routes, connected, all, alone: alone.length, gridTop: top };
 }
 
@@ -470,7 +470,7 @@ function installMapControls() {
   });
   map.addEventListener("pointerup", () => { drag = null; map.classList.remove("dragging"); });
   map.addEventListener("keydown", (e) => {
-    if (e.target !== map) return;
+    if (e.target !== map && !e.target.closest(".node")) return;  // Enter on a concept selects it
     const step = 60, moves = { ArrowLeft: [step, 0], ArrowRight: [-step, 0], ArrowUp: [0, step], ArrowDown: [0, -step] };
     if (moves[e.key]) { view.x += moves[e.key][0]; view.y += moves[e.key][1]; applyView(); }
     else if (e.key === "+" || e.key === "=") zoomContent(1.25);
