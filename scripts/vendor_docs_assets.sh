@@ -48,6 +48,9 @@ are the packages' own files, unchanged, as published on npm; nothing else is tak
 | \`swagger-ui/\` | \`swagger-ui-dist\` | $SWAGGER_UI_VERSION | $(license swagger-ui) (\`LICENSE\`, \`NOTICE\`) | \`swagger-ui-bundle.js\`, \`swagger-ui.css\`, \`favicon-32x32.png\` (also the favicon of \`/redoc\`); third-party notices in \`swagger-ui-bundle.js.LICENSE.txt\` |
 | \`redoc/\` | \`redoc\` | $REDOC_VERSION | $(license redoc) (\`LICENSE\`) | \`redoc.standalone.js\` (\`bundles/\` in the package); third-party notices in \`redoc.standalone.js.LICENSE.txt\` |
 
+The map of \`/ui/\` lays out with dagre, served at \`/ui/vendor/dagre/\` (\`app/routes/ui.py\`); see
+\`dagre/README.md\` for its version, licence and how to refresh it.
+
 Refresh or upgrade them (needs \`npm\`; rewrites this file) with one command:
 
     SWAGGER_UI_VERSION=$SWAGGER_UI_VERSION REDOC_VERSION=$REDOC_VERSION scripts/vendor_docs_assets.sh

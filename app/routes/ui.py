@@ -1,7 +1,9 @@
 """``/ui/``: the annotator's page (labeling, reasons, progress, the map), served offline.
 
-Plain HTML, CSS and JavaScript from ``app/static/ui`` with no build step; the page talks to the
-REST API of the same service and keeps the project key in the browser's ``sessionStorage`` only.
+Plain HTML, CSS and JavaScript from ``app/static/ui`` with no build step; the map's layout
+library (dagre) is vendored in ``app/static/vendor/dagre`` and served under ``/ui/vendor/dagre/``,
+so the page works whether or not the docs (``/static``) are on. The page talks to the REST API
+of the same service and keeps the project key in the browser's ``sessionStorage`` only.
 Its Content-Security-Policy lets it load and call nothing but the service itself.
 """
 
@@ -19,6 +21,7 @@ from app.routes.docs import STATIC_DIR
 __all__ = ["UI_DIR", "install_ui"]
 
 UI_DIR = STATIC_DIR / "ui"
+DAGRE_DIR = STATIC_DIR / "vendor" / "dagre"
 CONTENT_SECURITY_POLICY = ("default-src 'self'; img-src 'self' data:; object-src 'none'; "
                            "base-uri 'none'; frame-ancestors 'none'")
 
@@ -39,4 +42,6 @@ def install_ui(app: FastAPI) -> None:
     def ui_redirect() -> RedirectResponse:
         return RedirectResponse("ui/", status_code=308)
 
+    # before /ui, which would otherwise answer for its paths
+    app.mount("/ui/vendor/dagre", _UIFiles(directory=DAGRE_DIR), name="ui-dagre")
     app.mount("/ui", _UIFiles(directory=UI_DIR, html=True), name="ui")

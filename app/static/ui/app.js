@@ -1,5 +1,6 @@
 // sporal's annotator page: labeling, reasons, progress and the map, over the REST API of the
-// service that serves it. No build step, no library; the project key lives in sessionStorage.
+// service that serves it. No build step; the map (map.js) lays out with the vendored dagre.
+// The project key lives in sessionStorage.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -61,6 +62,18 @@ function labelText(item) {
 
 function showError(target, error) {
   target.replaceChildren(el("p", { class: "error" }, `Error: ${error.message}`));
+  target.hidden = false;
+}
+
+// "1 pair", "2 pairs"
+function plural(n, word, words = `${word}s`) {
+  return `${n} ${n === 1 ? word : words}`;
+}
+
+// The outcome box stays hidden until there is something to say.
+function outcome(...children) {
+  $("outcome").replaceChildren(...children);
+  $("outcome").hidden = children.length === 0;
 }
 
 // ------------------------------------------------------------------------------ session
@@ -77,13 +90,19 @@ async function open() {
     sessionStorage.setItem(SESSION, JSON.stringify(session));
     status.textContent = `Project ${project.id}: ${project.name} — labeling as ${session.annotator}`;
   } catch (error) {
-    status.textContent = `Cannot open project ${session.pid}: ${error.message}`;
+    status.textContent = `Cannot open project ${session.pid}: ${error.message}` + (error.status === 401
+      ? ". This service has keys on: paste the project's key (its api_key, printed once when the " +
+        "project was made, e.g. by sporal import) into Project key, or the admin key."
+      : "");
+    $("connect").classList.remove("opened");
     return;
   }
+  $("connect").classList.add("opened");
   concepts = new Map((await every("/concepts")).items.map((c) => [c.name, c.description || ""]));
   $("concept-names").replaceChildren(...[...concepts.keys()].map((n) => el("option", { value: n })));
   skipped = new Set();
   undoStack = [];
+  outcome();
   show(location.hash.slice(1) || "label");
   if (!$("view-label").hidden) $("question").focus();  // the keys answer from here
 }
@@ -96,6 +115,7 @@ function show(view) {
     else tab.removeAttribute("aria-current");
   }
   for (const section of document.querySelectorAll(".view")) section.hidden = section.id !== `view-${view}`;
+  document.querySelector("main").classList.toggle("wide", view === "map");
   if (history.replaceState) history.replaceState(null, "", `#${view}`);
   clearInterval(pollTimer);
   if (!session) return;
@@ -116,7 +136,7 @@ async function nextQuestion() {
   }
   let pick = answer.queries.find((x) => !skipped.has(pairKey(x.a, x.b)));
   if (!pick && answer.queries.length) { skipped.clear(); pick = answer.queries[0]; }
-  $("undecided").textContent = `— ${answer.undecided} pool pairs undecided`;
+  $("undecided").textContent = `— ${plural(answer.undecided, "pool pair")} undecided`;
   setQuestion(pick || null);
 }
 
@@ -126,8 +146,12 @@ function setQuestion(pair) {
   box.classList.toggle("done", !current);
   $("qa").textContent = current ? current.a : "—";
   $("qb").textContent = current ? current.b : "—";
-  $("qa-desc").textContent = current ? concepts.get(current.a) || "(no description)" : "";
-  $("qb-desc").textContent = current ? concepts.get(current.b) || "(no description)" : "";
+  // descriptions only when the project has some: no "(no description)" lines
+  const da = current ? concepts.get(current.a) || "" : "", db = current ? concepts.get(current.b) || "" : "";
+  $("qa-desc").textContent = da;
+  $("qb-desc").textContent = db;
+  $("qa-desc").parentElement.hidden = !da;
+  $("qb-desc").parentElement.hidden = !db;
   $("prediction").textContent = current ? "prediction: …" : "Nothing left to ask: every pool pair is decided.";
   for (const id of ["yes", "no", "skip"]) $(id).disabled = !current;
   box.dataset.pair = current ? `${current.a} | ${current.b}` : "";
@@ -167,13 +191,23 @@ async function answer(label) {
   }
 }
 
+const SHOWN_INFERRED = 5;  // the first inferred pairs are listed at once, the rest on a click
+
 function showDecided(created) {
   const n = created.newly_decided.positive + created.newly_decided.negative;
   const head = el("p", {}, `Recorded ${labelText(created)}. `, el("strong", { id: "decided-count" }, `+${n} decided`));
-  const list = el("ul", { id: "decided-list" }, ...created.decided.map((d) =>
-    el("li", {}, el("button", { type: "button", class: "link", onclick: () => explain(d.a, d.b) }, labelText(d)))));
-  const details = el("details", {}, el("summary", {}, `What this answer decided (${created.decided.length} inferred)`), list);
-  $("outcome").replaceChildren(head, ...(created.decided.length ? [details] : []));
+  const item = (d) => el("li", {}, el("button", { type: "button", class: "link", onclick: () => explain(d.a, d.b) }, labelText(d)));
+  const first = created.decided.slice(0, SHOWN_INFERRED), rest = created.decided.slice(SHOWN_INFERRED);
+  const parts = [head];
+  if (first.length) {
+    parts.push(el("p", {}, `It decided ${plural(created.decided.length, "more pair")} by inference` +
+      " (choose one to see why):"), el("ul", { id: "decided-list" }, ...first.map(item)));
+  }
+  if (rest.length) {
+    parts.push(el("details", {}, el("summary", {}, `${plural(rest.length, "more inferred pair")}`),
+      el("ul", { id: "decided-rest" }, ...rest.map(item))));
+  }
+  outcome(...parts);
 }
 
 function showRefusal(problem) {
@@ -194,7 +228,7 @@ async function retract(ref) {
     const gone = await api("DELETE", `/labels/${ref.id}`);
     undoStack = undoStack.filter((u) => u.id !== ref.id);
     $("refusal").replaceChildren(el("p", {},
-      `Retracted ${labelText(gone)}: ${gone.undecided} pairs undecided. Answer the question again (y / n).`));
+      `Retracted ${labelText(gone)}: ${plural(gone.undecided, "pair")} undecided. Answer the question again (y / n).`));
     $("yes").focus();
   } catch (error) {
     showError($("refusal"), error);
@@ -204,7 +238,7 @@ async function retract(ref) {
 function skip() {
   if (!current || busy) return;
   skipped.add(pairKey(current.a, current.b));
-  $("outcome").replaceChildren(el("p", {}, `Skipped ${current.a} / ${current.b}.`));
+  outcome(el("p", {}, `Skipped ${current.a} / ${current.b}.`));
   nextQuestion();
 }
 
@@ -214,8 +248,8 @@ async function undo() {
   busy = true;
   try {
     const gone = await api("DELETE", `/labels/${last.id}`);
-    $("outcome").replaceChildren(el("p", { id: "undone" },
-      `Undone: ${labelText(gone)} (${gone.undecided} pairs undecided again).`));
+    outcome(el("p", { id: "undone" },
+      `Undone: ${labelText(gone)} (${plural(gone.undecided, "pair")} undecided again).`));
     $("refusal").hidden = true;
     setQuestion({ a: last.a, b: last.b });
   } catch (error) {
@@ -270,185 +304,6 @@ async function refreshProgress() {
   }
 }
 
-// ------------------------------------------------------------------------------ the map
-const SVG = "http://www.w3.org/2000/svg";
-const NODE_W = 170, NODE_H = 22, COL = 240, ROW = 30;
-let view = { x: 0, y: 0, k: 1 };
-let graph = null;
-
-function svg(tag, attrs = {}) {
-  const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  return node;
-}
-
-// The positive relation is transitively closed, so its reduction keeps (a, b) unless some c
-// has a → c → b. Layers: longest path from the concepts with no prerequisite.
-function layout(names, positives) {
-  const succ = new Map(names.map((n) => [n, new Set()]));
-  for (const [a, b] of positives) succ.get(a).add(b);
-  const pred = new Map(names.map((n) => [n, []]));
-  const edges = [];
-  for (const [a, b] of positives) {
-    let implied = false;
-    for (const c of succ.get(a)) if (c !== b && succ.get(c).has(b)) { implied = true; break; }
-    if (!implied) { edges.push([a, b]); pred.get(b).push(a); }
-  }
-  const layer = new Map();
-  const depth = (n) => {  // the relation is acyclic: a strict order
-    if (!layer.has(n)) layer.set(n, pred.get(n).reduce((m, p) => Math.max(m, depth(p) + 1), 0));
-    return layer.get(n);
-  };
-  names.forEach(depth);
-  const columns = [];
-  for (const n of names) (columns[layer.get(n)] ||= []).push(n);
-  const pos = new Map();
-  columns.forEach((column, i) => {  // order each layer by the mean row of its prerequisites
-    const key = (n) => { const ps = pred.get(n).map((p) => pos.get(p).row);
-      return ps.length ? ps.reduce((s, r) => s + r, 0) / ps.length : -1; };
-    column.sort((m, n) => key(m) - key(n) || m.localeCompare(n));
-    column.forEach((n, row) => pos.set(n, { row, x: i * COL, y: row * ROW }));
-  });
-  return { succ, pred, edges, pos };
-}
-
-async function drawMap() {
-  const status = $("map-status");
-  status.textContent = "Loading the map…";
-  const threshold = Number($("threshold").value) || 0.8;
-  try {
-    const [positives, predicted] = await Promise.all([
-      every("/labels?source=all&label=positive"),
-      every(`/predictions?min_probability=${threshold}`),
-    ]);
-    const names = [...concepts.keys()];
-    graph = layout(names, positives.items.map((p) => [p.a, p.b]));
-    // From the consistent map: predicted pairs, and pairs consistency made positive (forced).
-    graph.predicted = predicted.items
-      .filter((p) => (p.source === "predicted" || p.source === "forced") && p.label === "positive")
-      .map((p) => [p.a, p.b]);
-    render();
-    fit();
-    status.textContent = `${names.length} concepts, ${graph.edges.length} edges of the reduction, ` +
-      `${graph.predicted.length} predicted edges (p ≥ ${threshold})` +
-      (predicted.model ? "" : " — no prediction model yet");
-  } catch (error) {
-    status.textContent = `The map could not be loaded: ${error.message}`;
-  }
-}
-
-function edgePath(a, b) {
-  const p = graph.pos.get(a), r = graph.pos.get(b);
-  const x1 = p.x + NODE_W, y1 = p.y + NODE_H / 2, x2 = r.x, y2 = r.y + NODE_H / 2;
-  const dx = Math.max(40, Math.abs(x2 - x1) / 2);
-  return `M${x1},${y1} C${x1 + dx},${y1} ${x2 - dx},${y2} ${x2},${y2}`;
-}
-
-function render() {
-  const edges = $("edges"), nodes = $("nodes");
-  const drawn = [...graph.edges.map((e) => [e, "edge"]), ...graph.predicted.map((e) => [e, "edge predicted"])];
-  edges.replaceChildren(...drawn.map(([[a, b], cls]) =>
-    svg("path", { d: edgePath(a, b), class: cls, "data-a": a, "data-b": b })));
-  nodes.replaceChildren(...[...graph.pos].map(([name, p]) => {
-    const g = svg("g", { class: "node", transform: `translate(${p.x},${p.y})`, tabindex: "0",
-                         role: "button", "aria-label": name, "data-name": name });
-    const title = svg("title");
-    title.textContent = name;
-    const text = svg("text", { x: 6, y: 15 });
-    text.textContent = name.length > 24 ? `${name.slice(0, 23)}…` : name;
-    g.append(svg("rect", { width: NODE_W, height: NODE_H, rx: 4 }), title, text);
-    g.addEventListener("click", () => select(name));
-    g.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); select(name); } });
-    return g;
-  }));
-}
-
-function ancestors(name, next) {
-  const seen = new Set(), stack = [name];
-  while (stack.length) for (const n of next(stack.pop())) if (!seen.has(n)) { seen.add(n); stack.push(n); }
-  return seen;
-}
-
-function select(name) {
-  const direct = graph.pred.get(name);
-  const dependants = graph.edges.filter(([a]) => a === name).map(([, b]) => b);
-  const allPre = ancestors(name, (n) => graph.pred.get(n));
-  const allDep = graph.succ.get(name);
-  for (const g of $("nodes").children) {
-    const n = g.dataset.name;
-    g.classList.toggle("selected", n === name);
-    g.classList.toggle("prereq", allPre.has(n));
-    g.classList.toggle("dependant", allDep.has(n));
-  }
-  for (const p of $("edges").children) p.classList.toggle("lit", p.dataset.a === name || p.dataset.b === name);
-  const list = (id, items) => items.length
-    ? el("ul", { id }, ...[...items].sort().map((n) => el("li", {},
-        el("button", { type: "button", class: "link", onclick: () => select(n) }, n))))
-    : el("p", { id, class: "muted" }, "none");
-  $("concept").replaceChildren(
-    el("h3", { id: "concept-name" }, name),
-    el("p", {}, concepts.get(name) || ""),
-    el("h4", {}, `Prerequisites (${direct.length} direct, ${allPre.size} in all)`), list("prerequisites", direct),
-    el("h4", {}, `Depends on it (${dependants.length} direct, ${allDep.size} in all)`), list("dependants", dependants));
-}
-
-function applyView() {
-  $("viewport").setAttribute("transform", `translate(${view.x},${view.y}) scale(${view.k})`);
-}
-
-function zoom(factor, cx, cy) {
-  const box = $("map").getBoundingClientRect();
-  cx ??= box.width / 2; cy ??= box.height / 2;
-  const k = Math.min(4, Math.max(0.05, view.k * factor));
-  view = { k, x: cx - ((cx - view.x) * k) / view.k, y: cy - ((cy - view.y) * k) / view.k };
-  applyView();
-}
-
-function fit() {
-  const box = $("map").getBoundingClientRect();
-  const bounds = $("viewport").getBBox();
-  if (!bounds.width || !box.width) return;
-  const k = Math.min(2, (box.width - 20) / bounds.width, (box.height - 20) / bounds.height);
-  view = { k, x: 10 - bounds.x * k, y: 10 - bounds.y * k };
-  applyView();
-}
-
-function installMapControls() {
-  const map = $("map");
-  map.addEventListener("wheel", (e) => {
-    e.preventDefault();
-    const box = map.getBoundingClientRect();
-    zoom(e.deltaY < 0 ? 1.15 : 1 / 1.15, e.clientX - box.left, e.clientY - box.top);
-  }, { passive: false });
-  let drag = null;
-  map.addEventListener("pointerdown", (e) => {
-    if (e.target.closest(".node")) return;
-    drag = { x: e.clientX - view.x, y: e.clientY - view.y };
-    map.setPointerCapture(e.pointerId);
-    map.classList.add("dragging");
-  });
-  map.addEventListener("pointermove", (e) => {
-    if (!drag) return;
-    view.x = e.clientX - drag.x; view.y = e.clientY - drag.y;
-    applyView();
-  });
-  map.addEventListener("pointerup", () => { drag = null; map.classList.remove("dragging"); });
-  map.addEventListener("keydown", (e) => {
-    const step = 60, moves = { ArrowLeft: [step, 0], ArrowRight: [-step, 0], ArrowUp: [0, step], ArrowDown: [0, -step] };
-    if (moves[e.key]) { view.x += moves[e.key][0]; view.y += moves[e.key][1]; applyView(); }
-    else if (e.key === "+" || e.key === "=") zoom(1.25);
-    else if (e.key === "-") zoom(0.8);
-    else if (e.key === "0") fit();
-    else return;
-    e.preventDefault();
-  });
-  $("zoom-in").addEventListener("click", () => zoom(1.25));
-  $("zoom-out").addEventListener("click", () => zoom(0.8));
-  $("zoom-fit").addEventListener("click", fit);
-  $("map-reload").addEventListener("click", drawMap);
-  $("threshold").addEventListener("change", drawMap);
-}
-
 // ------------------------------------------------------------------------------ keys
 function onKey(event) {
   if (event.ctrlKey || event.metaKey || event.altKey || $("view-label").hidden) return;
@@ -459,6 +314,7 @@ function onKey(event) {
 
 function init() {
   $("connect").addEventListener("submit", connect);
+  $("connect-change").addEventListener("click", () => { $("connect").classList.remove("opened"); $("pid").focus(); });
   $("why").addEventListener("submit", (e) => { e.preventDefault(); explain($("why-a").value, $("why-b").value); });
   $("yes").addEventListener("click", () => answer("positive"));
   $("no").addEventListener("click", () => answer("negative"));
