@@ -42,6 +42,8 @@ def test_every_write_path_records_its_answers(client: TestClient) -> None:
         content=json.dumps({"kind": "label", "a": "series", "b": "limit", "label": "negative",
                             "annotator": "eve"}).encode())
     assert imported.status_code == 200, imported.text
+    assert label(client, pid, "series", "derivative", "negative", annotator="ls:1:user:3",
+                 source="labelstudio").status_code == 201
     items = _answers(client, pid)
     assert _seen(items) == [
         ("limit", "derivative", "positive", "ana", "api", "asserted"),
@@ -50,6 +52,7 @@ def test_every_write_path_records_its_answers(client: TestClient) -> None:
         ("integral", "series", "negative", None, "api", "asserted"),
         ("derivative", "integral", "positive", "dee", "bulk", "asserted"),
         ("series", "limit", "negative", "eve", "import", "asserted"),
+        ("series", "derivative", "negative", "ls:1:user:3", "labelstudio", "asserted"),
     ]
     ids = [i["id"] for i in items]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
