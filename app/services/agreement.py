@@ -52,8 +52,10 @@ def _fingerprint(session: Session, project_id: int) -> tuple[int, ...]:
 
 
 def _compute(session: Session, state: ProjectState, policy: str) -> AgreementRead:
-    answers = live_answers(session, state.project_id)
-    concepts: list[Hashable] = list(state.name_of)
+    known = state.name_of
+    answers = [answer for answer in live_answers(session, state.project_id)
+               if answer.a in known and answer.b in known and answer.a != answer.b]
+    concepts: list[Hashable] = list(known)
     view = agreement(answers, consensus(answers, concepts))
     return AgreementRead.model_validate({"policy": policy, **view.as_dict()})
 

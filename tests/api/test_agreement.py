@@ -196,3 +196,23 @@ def test_timing_at_precalculus_size(client: TestClient, database_url: str) -> No
           f"(imports included), cached {min(times[1:]) * 1e3:.1f} ms, after a new answer "
           f"median {np.median(fresh) * 1e3:.0f} ms (min {min(fresh) * 1e3:.0f}), load average "
           f"{os.getloadavg()[0]:.1f}")
+
+
+def test_the_view_follows_merged_and_deleted_concepts(client: TestClient) -> None:
+    pid = new_project(client, ["a", "b", "c", "d", "e"])
+    label(client, pid, "a", "c", annotator="ann")
+    label(client, pid, "b", "d", annotator="bo")
+    label(client, pid, "c", "a", annotator="bo")  # refused: an answer on (c, a)
+    made = label(client, pid, "d", "e", "negative", annotator="cy").json()
+    assert _agreement(client, pid)["answers"] == 4
+    merged = client.post(f"/projects/{pid}/concepts/merge", json={"keep": "a", "merge": "b"})
+    assert merged.status_code == 200, merged.text
+    view = _agreement(client, pid)
+    assert view["answers"] == 4
+    assert {row["annotator"] for row in view["annotators"]} == {"ann", "bo", "cy"}
+    assert client.delete(f"/projects/{pid}/labels/{made['id']}").status_code == 200
+    response = client.delete(f"/projects/{pid}/concepts", params={"name": "e"})
+    assert response.status_code in (200, 204), response.text
+    view = _agreement(client, pid)
+    assert view["answers"] == 3
+    assert {row["annotator"] for row in view["annotators"]} == {"ann", "bo"}
