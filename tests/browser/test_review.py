@@ -65,6 +65,9 @@ def test_the_question_and_the_agreement_come_from_the_project(
     _expect(page.locator("#view-label")).to_be_hidden()
     _expect(page.locator("#tab-review")).to_have_attribute("aria-current", "page")
     page.wait_for_selector("#no-disagreements")  # a strict project has none
+    page.reload()  # the tab keeps its session and comes back to Review
+    _expect(page.locator("#view-review")).to_be_visible()
+    page.wait_for_selector("#no-disagreements")
     page.click(".tab[data-view=label]")
     _expect(page.locator("#view-review")).to_be_hidden()
     _expect(page.locator("#tab-review")).not_to_have_attribute("aria-current", "page")

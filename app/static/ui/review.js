@@ -71,7 +71,7 @@
     });
     for (const [part, slot] of Object.entries(slots)) if (!used.has(part)) nodes.push(" ", slot);
     ask.replaceChildren(...nodes);
-    $("definition-question").textContent = question.replace("{a}", "A").replace("{b}", "B");
+    $("definition-question").textContent = question.replaceAll("{a}", "A").replaceAll("{b}", "B");
   }
 
   function mirrorCopies() {  // a template naming a concept twice shows it twice
@@ -226,8 +226,12 @@
       if (!tab) return;
       if (tab.dataset.view === "review") { event.stopPropagation(); showReview(); return; }
       $("tab-review").removeAttribute("aria-current");
-      if (tab.dataset.view === "progress") { shownAgreement = ""; refreshAgreement(); }
     }, true);
+  }
+
+  function whenShown(id, refresh) {  // a view coming into sight is refreshed at once
+    new MutationObserver(() => { if (!$(id).hidden && session()) refresh(); })
+      .observe($(id), { attributes: true, attributeFilter: ["hidden"] });
   }
 
   function onOpen() {  // app.js says the project is open in #connect-status
@@ -235,7 +239,6 @@
       if (!/labeling as/.test($("connect-status").textContent)) return;
       shownReview = shownAgreement = "";
       loadQuestion();
-      if (!$("view-progress").hidden) refreshAgreement();
     }).observe($("connect-status"), { childList: true, characterData: true, subtree: true });
   }
 
@@ -263,6 +266,7 @@
     mirrorCopies();
     watchAnswers();
     installTabs();
+    whenShown("view-progress", () => { shownAgreement = ""; refreshAgreement(); });
     onOpen();
     restoreReview();
     setInterval(poll, POLL_MS);
