@@ -12,11 +12,12 @@ no request-size limit applies; a run of labels is one batch, however long, so th
 bulk import (closed at once, :data:`~app.services.labels.writing.CANONICAL_MIN`). Neither pass
 holds the file in memory, but for that run of labels (and the ``answer`` records).
 
-The labels of a file are replayed under the ``strict`` policy: a ``policy`` (and ``question``)
-of its ``project`` record is set once every record is written, so that a project export's
-labels come back as they were, whatever its policy. A file with ``answer`` records (a project
-export) brings its answers back as they were: they replace the answers its labels would have
-given (one per label, source ``import``), each linked to the label it stood behind.
+A ``policy`` (and ``question``) of the file's ``project`` record is set once every record is
+written: the labels are replayed under the project's policy as it was (``strict`` for a new
+project), so that a project export's labels come back as they were, whatever its policy. A
+file with ``answer`` records (a project export) brings its answers back as they were: they
+replace the answers its labels would have given (one per label, source ``import``), each
+linked to the label it stood behind.
 """
 
 from __future__ import annotations
@@ -112,8 +113,8 @@ class ProjectSettings(_Record):
     feature_length: int | None = Field(default=None, ge=1)
     features: Literal["client", "computed"] | None = None
     policy: PolicyName | None = Field(
-        default=None, description="Set once every record is written (its labels are "
-        "replayed as they come, under strict).")
+        default=None, description="Set once every record is written (the labels are "
+        "replayed under the project's policy as it was).")
     question: Question | None = None
 
 
