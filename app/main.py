@@ -22,6 +22,8 @@ from app.db import Database
 from app.errors import install_error_handlers
 from app.middleware import BodySizeLimit, KeyCheck
 from app.routes import (
+    agreement,
+    answers,
     concepts,
     corpus,
     export,
@@ -122,7 +124,7 @@ def _tune_collector() -> None:
 
 def _include_routers(app: FastAPI) -> None:
     for module in (meta, projects, concepts, pairs, corpus, labels, queries, export,
-                   importing, jobs):
+                   importing, jobs, answers, agreement):
         for name in ("admin_router", "router"):
             router = getattr(module, name, None)
             if router is not None:

@@ -640,3 +640,80 @@ class JobAccepted(JobRead):
     stored: dict[str, object] = Field(
         description="What the request stored now (the synchronous answer's counts, "
         "`recomputed_pairs` 0).")
+
+
+# ---------------------------------------------------------------------------- answers
+AnswerOutcome = Literal["asserted", "agreed", "repeated", "refused", "contested"]
+
+
+class AnswerItem(BaseModel):
+    """One answer as kept: the evidence the asserted labels are drawn from."""
+
+    id: int
+    a: str
+    b: str
+    label: LabelValue
+    annotator: str | None = Field(description="null: posted without an annotator.")
+    role: Literal["annotator", "reviewer"] = Field(
+        description="\"reviewer\": a resolution of a disagreement, final for its pair.")
+    source: str = Field(description="Where it came from: \"api\", \"bulk\", \"import\", "
+                                    "\"review\", or what the client named (\"labelstudio\").")
+    created_at: datetime
+    outcome: AnswerOutcome = Field(
+        description="\"asserted\": it asserted its pair; \"agreed\": it agreed with the label "
+        "asserted there; \"repeated\": its annotator said it before; \"refused\": it "
+        "contradicted the asserted labels (strict); \"contested\": it disputes what was "
+        "decided (consensus).")
+    retracted_at: datetime | None = None
+
+
+class AnswerPage(BaseModel):
+    items: list[AnswerItem]
+    next_cursor: str | None = Field(
+        default=None, description="The cursor of the next page (pass it as `cursor`); null "
+        "on the last page.")
+
+
+class AccuracyInterval(BaseModel):
+    estimate: float = Field(description="The estimated chance that an answer is right.")
+    low: float = Field(description="The 95% interval's lower end.")
+    high: float = Field(description="The 95% interval's upper end.")
+
+
+class CheckCounts(BaseModel):
+    asked: int = Field(description="Check questions answered: pairs decided positive only "
+                                   "through two or more steps.")
+    failed: int = Field(description="Of those, answered negative.")
+
+
+class AnnotatorAgreementItem(BaseModel):
+    annotator: str | None = Field(description="null: answers posted without an annotator.")
+    answers: int = Field(description="The answers that count (per pair the latest).")
+    agreement: float | None = Field(description="The share of them that agrees with the "
+                                                "consensus.")
+    accuracy: AccuracyInterval | None
+    checks: CheckCounts
+
+
+class KappaItem(BaseModel):
+    a: str | None
+    b: str | None
+    shared: int = Field(description="Pairs both annotators answered.")
+    kappa: float | None = Field(description="Cohen's kappa over the shared pairs (null where "
+                                            "undefined).")
+
+
+class AgreementRead(BaseModel):
+    """How far a project's annotators agree, with each other and with the consensus."""
+
+    policy: PolicyName
+    annotators: list[AnnotatorAgreementItem]
+    pairs: list[KappaItem] = Field(description="Cohen's kappa per pair of annotators with at "
+                                               "least 20 shared pairs.")
+    alpha: float | None = Field(description="Krippendorff's alpha (nominal) over every "
+                                            "annotator and pair; null when undefined.")
+    answers: int = Field(description="Every live answer of the project.")
+
+
+__all__ += ["AccuracyInterval", "AgreementRead", "AnnotatorAgreementItem", "AnswerItem",
+            "AnswerOutcome", "AnswerPage", "CheckCounts", "KappaItem"]

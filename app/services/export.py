@@ -13,10 +13,10 @@ from xml.sax.saxutils import quoteattr
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
-from app.schemas import label_value
+from app.schemas import DEFAULT_QUESTION, label_value
 from app.services.labels.listing import Filters, iter_labels, snapshot
 from app.services.state import decode_features
-from models import AssertedLabel, Concept, ConceptLink, ConceptText, PoolPair
+from models import Answer, AssertedLabel, Concept, ConceptLink, ConceptText, PoolPair
 
 __all__ = ["export", "neutralise_cell", "project_lines"]
 
@@ -121,22 +121,51 @@ def _line(kind: str, **fields: Any) -> str:
     return json.dumps({"kind": kind, **fields}, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
+def _answer_lines(session: Session, pid: int,
+                  labels: list[tuple[int, str, str]]) -> Iterator[str]:
+    """Every answer, oldest first, each naming the label it stood behind by its place among
+    the labels of its pair (``label_seq``: 1 for the first label asserted there)."""
+    seq: dict[int, int] = {}
+    count: dict[tuple[str, str], int] = {}
+    for label_id, a_name, b_name in sorted(labels):
+        count[(a_name, b_name)] = seq[label_id] = count.get((a_name, b_name), 0) + 1
+    a, b = aliased(Concept), aliased(Concept)
+    for row in session.execute(
+            select(a.name, b.name, Answer.positive, Answer.annotator, Answer.role, Answer.source,
+                   Answer.outcome, Answer.check_question, Answer.created_at,
+                   Answer.retracted_at, Answer.label_id)
+            .join(a, a.id == Answer.a_id).join(b, b.id == Answer.b_id)
+            .where(Answer.project_id == pid).order_by(Answer.id)):
+        yield _line("answer", a=row[0], b=row[1], label=label_value(row[2]), annotator=row[3],
+                    role=None if row[4] == "annotator" else row[4], source=row[5],
+                    outcome=row[6], check=True if row[7] else None,
+                    created_at=row[8].isoformat(),
+                    retracted_at=None if row[9] is None else row[9].isoformat(),
+                    label_seq=seq.get(row[10]) if row[10] is not None else None)
+
+
 def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
     """The whole project as JSON Lines records that ``POST .../import`` reads back.
 
-    Settings, concepts (with their texts), links and the pool (with features, unless sporal
-    computes them) in registration order, then the label
-    history: each assertion and each retraction at the project version it was made, so that
-    replaying the file rebuilds the same live labels, closure and ``caused_by``: each label
-    carries its write (``batch``: the version it was asserted at), and an import applies the
-    labels of one write together, as that write did.
+    Settings (the policy and question where they are not the defaults), concepts (with their
+    texts), links and the pool (with features, unless sporal computes them) in registration
+    order, then the label history: each assertion and each retraction at the project version
+    it was made, so that replaying the file rebuilds the same live labels, closure and
+    ``caused_by``: each label carries its write (``batch``: the writes that asserted labels
+    numbered from 1, so that the file does not depend on the project's version), and an
+    import applies the labels of one write together, as that write did. Last, every
+    answer (the evidence), which an import restores as it was.
     """
     pid = project["id"]
     computed = bool(project.get("features_computed"))
+    policy = project.get("policy", "strict")
+    question = project.get("question")
     yield _line("project", name=project["name"], description=project["description"],
                 prediction_model=project["prediction_model"],
                 feature_length=project["feature_length"],
-                features="computed" if computed else None)
+                features="computed" if computed else None,
+                policy=None if policy == "strict" else policy,
+                question=None if question in (None, DEFAULT_QUESTION) else question)
     for name, description, text in session.execute(
             select(Concept.name, Concept.description, ConceptText.text)
             .outerjoin(ConceptText, ConceptText.concept_id == Concept.id)
@@ -161,14 +190,16 @@ def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
                AssertedLabel.version, AssertedLabel.retracted_version)
         .join(a, a.id == AssertedLabel.a_id).join(b, b.id == AssertedLabel.b_id)
         .where(AssertedLabel.project_id == pid)).all()
+    batch = {version: n for n, version in enumerate(sorted({row[5] for row in labels}), 1)}
     for label_id, a_name, b_name, positive, annotator, version, retracted in labels:
         events.append((version, 0, label_id, _line(
             "label", a=a_name, b=b_name, label=label_value(positive),
-            annotator=annotator, batch=version)))
+            annotator=annotator, batch=batch[version])))
         if retracted is not None:
             events.append((retracted, 1, label_id, _line("retract", a=a_name, b=b_name)))
     for *_, line in sorted(events):
         yield line
+    yield from _answer_lines(session, pid, [(row[0], row[1], row[2]) for row in labels])
 
 
 def export(session: Session, project: dict[str, Any], fmt: str) -> Iterator[bytes]:

@@ -1,7 +1,8 @@
 """Importing a file into a project: validate every record first, then write in batches.
 
 The formats are those of ``docs/formats.md``: JSON Lines records (``project``, ``concept``,
-``pair``, ``label``, ``retract``), a CSV file of one kind, or an AL-CPL domain folder.
+``pair``, ``label``, ``retract``, ``answer``), a CSV file of one kind, or an AL-CPL domain
+folder.
 
 A *source* is a callable that returns a fresh iterator of ``(line, record or reason)`` each
 time it is called: the import reads it twice, once to validate everything (nothing written, no
@@ -9,7 +10,14 @@ write lock held, every bad line listed), once to write through the same services
 routes (concepts, pairs, bulk labels, retractions), in batches of :data:`BATCH` records so that
 no request-size limit applies; a run of labels is one batch, however long, so that it is one
 bulk import (closed at once, :data:`~app.services.labels.writing.CANONICAL_MIN`). Neither pass
-holds the file in memory, but for that run of labels.
+holds the file in memory, but for that run of labels (and the ``answer`` records).
+
+A ``policy`` (and ``question``) of the file's ``project`` record is set once every record is
+written: the labels are replayed under the project's policy as it was (``strict`` for a new
+project), so that a project export's labels come back as they were, whatever its policy. A
+file with ``answer`` records (a project export) brings its answers back as they were: they
+replace the answers its labels would have given (one per label, source ``import``), each
+linked to the label it stood behind.
 """
 
 from __future__ import annotations
@@ -23,14 +31,18 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from dataclasses import field as default
+from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
+from sqlalchemy import delete, func, insert, select
 
 from app.errors import InvalidItems
 from app.schemas import (
+    AnswerOutcome,
     BulkLabels,
     ConceptIn,
     Description,
@@ -38,10 +50,13 @@ from app.schemas import (
     LinkIn,
     Name,
     PairIn,
+    PolicyName,
     PredictionModelName,
+    Question,
     TextValue,
     label_value,
 )
+from app.schemas import Source as AnswerSource
 from app.services.concepts import add_concepts
 from app.services.corpus import FEATURE_LENGTH, change_corpus, set_texts
 from app.services.labels import Refused, post_bulk, retract_label
@@ -51,11 +66,12 @@ from app.services.pairs import add_pairs
 from app.services.staging import LabelStage, StagedLine, StagePolicy
 from app.services.unit import ProjectView, ProjectWork
 from app.settings import Settings
-from models import Project
+from models import Answer, AssertedLabel, Project
 from reasoning.closure import Closure, ContradictionError, Label
 from reasoning.data import load_domain
 
 __all__ = [
+    "AnswerRecord",
     "BATCH",
     "MAX_LISTED_ERRORS",
     "ImportSummary",
@@ -96,6 +112,10 @@ class ProjectSettings(_Record):
     prediction_model: PredictionModelName | None = None
     feature_length: int | None = Field(default=None, ge=1)
     features: Literal["client", "computed"] | None = None
+    policy: PolicyName | None = Field(
+        default=None, description="Set once every record is written (the labels are "
+        "replayed under the project's policy as it was).")
+    question: Question | None = None
 
 
 class PairRef(_Record):
@@ -114,6 +134,33 @@ class LabelRecord(LabelIn):
         "of labels without it is one batch. The project export numbers its writes.")
 
 
+Timestamp = Annotated[datetime, Strict(False)]
+
+
+class AnswerRecord(_Record):
+    """The ``answer`` record: one answer as kept (a project export writes them last).
+
+    ``label_seq`` names the label it stood behind: the ``label_seq``-th ``label`` record of
+    the file on the same pair (from 1), or none (a refused or contested answer).
+    """
+
+    a: Name
+    b: Name
+    label: Literal["positive", "negative"]
+    annotator: Name | None = None
+    role: Literal["annotator", "reviewer"] = "annotator"
+    source: AnswerSource = "import"
+    outcome: AnswerOutcome
+    check: bool = False
+    created_at: Timestamp
+    retracted_at: Timestamp | None = None
+    label_seq: int | None = Field(default=None, ge=1, le=2**31 - 1)
+
+    @property
+    def positive(self) -> bool:
+        return self.label == "positive"
+
+
 class TextRecord(_Record):
     """The ``text`` record: a concept's text (``""`` removes it)."""
 
@@ -121,11 +168,12 @@ class TextRecord(_Record):
     text: TextValue
 
 
-Kind = Literal["project", "concept", "pair", "label", "retract", "text", "link"]
-Item = ProjectSettings | ConceptIn | PairIn | LabelIn | PairRef | TextRecord | LinkIn
+Kind = Literal["project", "concept", "pair", "label", "retract", "text", "link", "answer"]
+Item = (ProjectSettings | ConceptIn | PairIn | LabelIn | PairRef | TextRecord | LinkIn
+        | AnswerRecord)
 _MODELS: dict[str, type[BaseModel]] = {
     "project": ProjectSettings, "concept": ConceptIn, "pair": PairIn, "label": LabelRecord,
-    "retract": PairRef, "text": TextRecord, "link": LinkIn,
+    "retract": PairRef, "text": TextRecord, "link": LinkIn, "answer": AnswerRecord,
 }
 
 
@@ -155,6 +203,7 @@ class ImportSummary(BaseModel):
     labels_retracted: int = 0
     texts_set: int = 0
     links_created: int = 0
+    answers_created: int = 0
     records: int = 0
 
 
@@ -441,6 +490,9 @@ class _Validator:
         self.labels = 0
         self.labels_last = True  # no record but labels after the first label
         self.retracts = 0
+        self.answers = 0
+        self.label_records: dict[tuple[str, str], int] = {}  # label records per pair
+        self.label_refs: list[tuple[int, str, str, int]] = []  # answers' (line, a, b, seq)
 
     def fail(self, line: int, reason: str) -> None:
         self.count += 1
@@ -482,10 +534,15 @@ class _Validator:
             missing = self.known(item.source, item.target)
             return missing or ("a link needs two concepts" if item.source == item.target
                                else None)
-        assert isinstance(item, PairIn | LabelIn | PairRef)
+        assert isinstance(item, PairIn | LabelIn | PairRef | AnswerRecord)
         problem = pair_problem(self, item.a, item.b, "pair")
         if problem is not None:
             return problem.reason
+        if isinstance(item, AnswerRecord):
+            self.answers += 1
+            if item.label_seq is not None:
+                self.label_refs.append((record.line, item.a, item.b, item.label_seq))
+            return None
         if isinstance(item, PairIn):
             return self.pair(item)
         if isinstance(item, LabelIn):
@@ -580,6 +637,8 @@ class _Validator:
                     and pair_problem(self, parsed.item.a, parsed.item.b) is None:
                 item = parsed.item
                 self.labels += 1
+                pair = (item.a, item.b)
+                self.label_records[pair] = self.label_records.get(pair, 0) + 1
                 self.pending.append((line, self.names.setdefault(item.a, item.a),
                                      self.names.setdefault(item.b, item.b), item.positive))
                 continue
@@ -593,6 +652,10 @@ class _Validator:
             if reason is not None:
                 self.fail(line, reason)
         self.flush()
+        for line, a, b, seq in self.label_refs:
+            if seq > self.label_records.get((a, b), 0):
+                self.fail(line, f"label_seq {seq}: the file has "
+                                f"{self.label_records.get((a, b), 0)} label(s) on this pair")
 
 
 def _validated(view: ProjectView, source: Source) -> _Validator:
@@ -616,6 +679,69 @@ def validate(view: ProjectView, source: Source) -> int:
 
 
 # ---------------------------------------------------------------------------- writing
+@dataclass
+class _Later:
+    """What is written once every other record is: the ``policy`` and ``question`` of the
+    ``project`` record, and the file's answers (which replace those its labels gave)."""
+
+    marks: tuple[int, int]  # the project's newest answer id and label id before the file
+    settings: dict[str, Any] = default(default_factory=dict)
+    answers: list[AnswerRecord] = default(default_factory=list)
+
+    @classmethod
+    def at(cls, work: ProjectWork) -> _Later:
+        pid = work.state.project_id
+        answer = work.session.scalar(select(func.max(Answer.id)).where(Answer.project_id == pid))
+        label = work.session.scalar(select(func.max(AssertedLabel.id))
+                                    .where(AssertedLabel.project_id == pid))
+        return cls((int(answer or 0), int(label or 0)))
+
+
+def _answer_rows(work: ProjectWork, later: _Later) -> list[dict[str, Any]]:
+    """The file's answers as rows, each linked to the label it stood behind: the
+    ``label_seq``-th label the file made on its pair (or the live label agreeing with it)."""
+    state = work.state
+    made: dict[tuple[int, int], list[int]] = {}
+    for made_id, a, b in work.session.execute(
+            select(AssertedLabel.id, AssertedLabel.a_id, AssertedLabel.b_id)
+            .where(AssertedLabel.project_id == state.project_id,
+                   AssertedLabel.id > later.marks[1]).order_by(AssertedLabel.id)):
+        made.setdefault((a, b), []).append(made_id)
+    rows = []
+    for item in later.answers:
+        pair = (state.id_of[item.a], state.id_of[item.b])
+        label_id: int | None = None
+        seq, live = item.label_seq, state.labels.get(pair)
+        if seq is not None and seq <= len(made.get(pair, ())):
+            label_id = made[pair][seq - 1]
+        elif seq is not None and live is not None and live.positive == item.positive:
+            label_id = live.id  # the file's label was there already
+        rows.append({"project_id": state.project_id, "a_id": pair[0], "b_id": pair[1],
+                     "positive": item.positive, "annotator": item.annotator,
+                     "role": item.role, "source": item.source, "outcome": item.outcome,
+                     "check_question": item.check, "label_id": label_id,
+                     "created_at": item.created_at, "retracted_at": item.retracted_at})
+    return rows
+
+
+def _finish(work: ProjectWork, later: _Later, summary: ImportSummary) -> None:
+    """Write what waited for every other record (:class:`_Later`)."""
+    if not (later.answers or later.settings):
+        return
+
+    def store(work: ProjectWork, project: Project, plan: None) -> None:
+        if later.answers:
+            work.session.execute(delete(Answer).where(Answer.project_id == project.id,
+                                                      Answer.id > later.marks[0]))
+            work.session.execute(insert(Answer), _answer_rows(work, later))
+            summary.answers_created += len(later.answers)
+        for name, value in later.settings.items():
+            setattr(project, name, value)
+        project.version += 1
+
+    work.write(lambda work: None, store)
+
+
 def _apply_settings(work: ProjectWork, item: ProjectSettings) -> None:
     changes: dict[str, Any] = item.model_dump(include={"description", "prediction_model"},
                                               exclude_none=True)
@@ -633,10 +759,15 @@ def _apply_settings(work: ProjectWork, item: ProjectSettings) -> None:
     work.write(lambda work: None, store)
 
 
-def _write_batch(work: ProjectWork, kind: Kind, items: list[Any], summary: ImportSummary) -> None:
+def _write_batch(work: ProjectWork, kind: Kind, items: list[Any], summary: ImportSummary,
+                 later: _Later) -> None:
     if kind == "project":
         for item in items:
             _apply_settings(work, item)
+            later.settings.update(item.model_dump(include={"policy", "question"},
+                                                  exclude_none=True))
+    elif kind == "answer":
+        later.answers += items
     elif kind == "concept":
         created, stored = add_concepts(work, items)
         summary.concepts_created += created
@@ -677,6 +808,7 @@ def _write(work: ProjectWork, records: Iterable[Record], total: int,
            progress: Progress | None, summary: ImportSummary | None = None) -> ImportSummary:
     """Write ``records`` in file order, through the services, batch by batch."""
     summary = summary or ImportSummary()
+    later = _Later.at(work)
     kind: Kind | None = None
     batch: list[Any] = []
     for record in records:
@@ -684,16 +816,17 @@ def _write(work: ProjectWork, records: Iterable[Record], total: int,
         if batch and (record.kind != kind or (len(batch) >= BATCH and kind != "label")
                       or (kind == "label" and _batch(record.item) != _batch(batch[0]))):
             assert kind is not None
-            _write_batch(work, kind, batch, summary)
+            _write_batch(work, kind, batch, summary, later)
             if progress is not None:
                 progress(len(batch), total)
             batch = []
         kind = record.kind
         batch.append(record.item)
     if batch and kind is not None:
-        _write_batch(work, kind, batch, summary)
+        _write_batch(work, kind, batch, summary, later)
         if progress is not None:
             progress(len(batch), total)
+    _finish(work, later, summary)
     return summary
 
 
@@ -771,7 +904,8 @@ def import_source(work: ProjectWork, source: Source, *, progress: Progress | Non
     checker = _validated(work, source)
     policy = policy or StagePolicy()
     records = checker.records
-    staged = checker.labels >= policy.min_labels and checker.labels_last and not checker.retracts
+    staged = checker.labels >= policy.min_labels and checker.labels_last and not (
+        checker.retracts or checker.answers)
     del checker  # its copy of the closure: the writes make their own
     if staged:
         return _import_staged(work, source, records, progress, policy)

@@ -120,3 +120,107 @@ def test_each_write_is_imported_as_it_was_made_so_the_causes_come_back(
         same = _causes(client, other) == _causes(client, pid)
         # untagged, the 260 labels are one import into an empty project: the canonical order
         assert same is expect_same
+
+
+def _evidence(client: TestClient, pid: int) -> list[tuple[Any, ...]]:
+    items = client.get(f"/projects/{pid}/answers", params={"limit": 10_000}).json()["items"]
+    return [tuple(v for k, v in item.items() if k != "id") for item in items]
+
+
+def _team_project(client: TestClient, **fields: Any) -> int:
+    """Agreeing, refused, anonymous, retracted and bulk answers, and the question set."""
+    names = ["limit", "derivative", "integral", "series", "vector"]
+    pid = new_project(client, names, question="Must one learn {a} before {b}?", **fields)
+    label(client, pid, "limit", "derivative", annotator="ana")
+    label(client, pid, "limit", "derivative", annotator="bo")
+    label(client, pid, "derivative", "limit", annotator="cy")  # refused in strict
+    wrong = label(client, pid, "series", "vector", annotator="ana").json()["id"]
+    label(client, pid, "series", "vector", annotator="bo")
+    assert client.delete(f"/projects/{pid}/labels/{wrong}").status_code == 200
+    label(client, pid, "series", "vector", "negative", annotator="cy")
+    label(client, pid, "integral", "series", "negative")  # anonymous
+    client.post(f"/projects/{pid}/labels/bulk", json={"labels": [
+        {"a": "derivative", "b": "integral", "label": "positive", "annotator": "dee"},
+        {"a": "limit", "b": "vector", "label": "negative", "annotator": "dee"}]})
+    return pid
+
+
+@pytest.mark.parametrize("policy", ["strict", "consensus"])
+def test_answers_policy_and_question_come_back_identical(
+        client: TestClient, other_client: TestClient, policy: str) -> None:
+    pid = _team_project(client, policy=policy)
+    exported = client.get(f"/projects/{pid}/export", params={"format": "project"}).text
+    records = [json.loads(line) for line in exported.splitlines()]
+    assert records[0]["question"] == "Must one learn {a} before {b}?"
+    assert records[0].get("policy", "strict") == policy
+    answers = [r for r in records if r["kind"] == "answer"]
+    assert len(answers) == len(_evidence(client, pid)) == 9
+    assert records[-len(answers):] == answers  # the evidence comes last
+
+    target = new_project(other_client)
+    imported = other_client.post(f"/projects/{target}/import", content=exported.encode(),
+                                 headers={"Content-Type": "application/jsonl"})
+    assert imported.status_code == 200, imported.text
+    assert imported.json()["answers_created"] == 9
+    detail = other_client.get(f"/projects/{target}").json()
+    assert (detail["policy"], detail["question"]) == (policy, "Must one learn {a} before {b}?")
+    again = other_client.get(f"/projects/{target}/export", params={"format": "project"}).text
+    assert again == exported
+    assert _evidence(other_client, target) == _evidence(client, pid)
+    assert other_client.get(f"/projects/{target}/agreement").json() == \
+        client.get(f"/projects/{pid}/agreement").json()
+    # each answer stands behind its label again: retracting the label retracts its answers
+    live = {(i["a"], i["b"]): i["id"] for i in other_client.get(
+        f"/projects/{target}/labels", params={"source": "asserted"}).json()["items"]}
+    other_client.delete(f"/projects/{target}/labels/{live[('limit', 'derivative')]}")
+    retracted = {(i["a"], i["b"], i["annotator"]) for i in other_client.get(
+        f"/projects/{target}/answers").json()["items"] if i["retracted_at"] is not None}
+    assert retracted == {("limit", "derivative", "ana"), ("limit", "derivative", "bo"),
+                         ("series", "vector", "ana"), ("series", "vector", "bo")}
+
+
+def test_an_export_without_answers_imports_its_labels_as_answers(
+        client: TestClient, other_client: TestClient) -> None:
+    pid = _team_project(client)
+    lines = client.get(f"/projects/{pid}/export", params={"format": "project"}).text
+    old = "\n".join(line for line in lines.splitlines() if '"kind":"answer"' not in line)
+    target = new_project(other_client)
+    imported = other_client.post(f"/projects/{target}/import", content=old.encode(),
+                                 headers={"Content-Type": "application/jsonl"})
+    assert imported.status_code == 200, imported.text
+    assert imported.json()["answers_created"] == 0
+    evidence = other_client.get(f"/projects/{target}/answers").json()["items"]
+    assert [(i["a"], i["b"], i["annotator"], i["source"], i["outcome"], i["retracted_at"]
+             is not None) for i in evidence] == [
+        ("limit", "derivative", "ana", "import", "asserted", False),
+        ("series", "vector", "ana", "import", "asserted", True),
+        ("series", "vector", "cy", "import", "asserted", False),
+        ("integral", "series", None, "import", "asserted", False),
+        ("derivative", "integral", "dee", "import", "asserted", False),
+        ("limit", "vector", "dee", "import", "asserted", False)]
+
+
+def test_bad_answer_records_are_refused_with_their_lines(client: TestClient) -> None:
+    pid = new_project(client, ["x", "y"])
+    good = {"kind": "answer", "a": "x", "b": "y", "label": "positive", "outcome": "refused",
+            "created_at": "2026-01-02T03:04:05+00:00"}
+    body = "\n".join(json.dumps(r) for r in [
+        {"kind": "label", "a": "x", "b": "y", "label": "positive"},
+        {**good, "label_seq": 2},
+        {**good, "a": "nope"},
+        {**good, "outcome": "maybe"},
+        {**good, "created_at": "yesterday"},
+        {**good, "role": "boss"},
+        good])
+    response = client.post(f"/projects/{pid}/import", content=body.encode(),
+                           headers={"Content-Type": "application/jsonl"})
+    assert response.status_code == 422, response.text
+    assert sorted(e["line"] for e in response.json()["errors"]) == [2, 3, 4, 5, 6]
+    assert client.get(f"/projects/{pid}/answers").json()["items"] == []
+    response = client.post(f"/projects/{pid}/import", content=body.split("\n", 1)[0].encode()
+                           + b"\n" + json.dumps(good).encode(),
+                           headers={"Content-Type": "application/jsonl"})
+    assert response.status_code == 200, response.text
+    items = client.get(f"/projects/{pid}/answers").json()["items"]
+    assert [(i["outcome"], i["source"], i["created_at"][:19]) for i in items] == [
+        ("refused", "import", "2026-01-02T03:04:05")]

@@ -1,0 +1,41 @@
+"""``/projects/{pid}/answers``: every answer kept, the evidence behind the asserted labels."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from app.routes.common import Limit, ReadProject, StrictJSONRoute, problem_responses
+from app.schemas import AnswerPage, Name
+from app.security import ProjectKeyDep
+from app.services.answers import list_answers
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/projects/{project_id}/answers", tags=["answers"],
+                   dependencies=[ProjectKeyDep], route_class=StrictJSONRoute,
+                   responses=problem_responses(401, 403, 404, 422, 503))
+
+
+@router.get("", response_model=AnswerPage)
+def answers(
+    view: ReadProject,
+    annotator: Annotated[Name | None, Query(description="Only this annotator's answers.")]
+    = None,
+    a: Annotated[Name | None, Query(description="Only answers whose first concept is this.")]
+    = None,
+    b: Annotated[Name | None, Query(description="Only answers whose second concept is this.")]
+    = None,
+    cursor: Annotated[str | None, Query(max_length=4096, description=(
+        "Start after this cursor: the `next_cursor` of the previous page."))] = None,
+    limit: Limit = 100,
+) -> AnswerPage:
+    """Every answer of the project, oldest first, retracted ones included.
+
+    Each label posted (single, bulk, imported, a reviewer's resolution) is one answer, whatever
+    became of it (`outcome`). The labels listing shows what is decided; this shows the evidence.
+    Page with `next_cursor` → `cursor`.
+    """
+    return list_answers(view.session, view.state, annotator=annotator, a=a, b=b,
+                        cursor=cursor, limit=limit)

@@ -1,0 +1,277 @@
+// sporal's page for teams: the Review view (open disagreements, both sides' answers, the proof,
+// resolve buttons), the agreement tables of Progress, the project's own question wording, and
+// the definition shown again when an answer failed a check question. Loaded after app.js; one
+// closure, so it shares no name with it; it reads the session that app.js keeps in
+// sessionStorage. window.sporal exposes what the rest of the page may call.
+"use strict";
+
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const SESSION = "sporal.session";
+  const REVIEWER = "sporal.reviewer";
+  const POLL_MS = 3000;
+  const DEFAULT_QUESTION = "Is {a} needed before {b}, directly or through other concepts?";
+  const fetchPlain = window.fetch.bind(window);
+  const wanted = location.hash;        // app.js rewrites it once the project is open
+  let question = DEFAULT_QUESTION;
+  let shownReview = "";                // the disagreements on screen, to redraw only on change
+  let shownAgreement = "";
+
+  const session = () => JSON.parse(sessionStorage.getItem(SESSION) || "null");
+
+  async function call(method, path, body, key) {
+    const current = session();
+    const headers = { Accept: "application/json" };
+    const apiKey = key || (current && current.key);
+    if (apiKey) headers["X-API-Key"] = apiKey;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const response = await fetchPlain(`../projects/${current.pid}${path}`, {
+      method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const data = response.status === 204 ? null : await response.json().catch(() => null);
+    if (!response.ok) {
+      const error = new Error((data && (data.detail || data.title)) || response.statusText);
+      error.status = response.status;
+      error.problem = data;
+      throw error;
+    }
+    return data;
+  }
+
+  function el(tag, attrs = {}, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) {
+      if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+      else node.setAttribute(k, v);
+    }
+    node.append(...children);
+    return node;
+  }
+
+  const arrow = (ref) => `${ref.a} ${ref.label === "positive" ? "→" : "↛"} ${ref.b}`;
+  const who = (answer) => answer.annotator ?? "(anonymous)";
+  const when = (stamp) => (stamp ? new Date(stamp).toLocaleString() : "");
+  const share = (x) => (x == null ? "—" : `${Math.round(100 * x)} %`);
+  const fixed = (x) => (x == null ? "—" : x.toFixed(2));
+
+  // ---------------------------------------------------------------------------- the question
+  // The question's words come from the project (`question`, with {a} and {b}); app.js keeps
+  // filling #qa and #qb, which stand where the template names them.
+  function renderQuestion(template) {
+    question = template || DEFAULT_QUESTION;
+    const ask = document.querySelector("#question .ask");
+    const slots = { "{a}": $("qa"), "{b}": $("qb") };
+    const used = new Set();
+    const nodes = question.split(/(\{a\}|\{b\})/).filter((part) => part !== "").map((part) => {
+      const slot = slots[part];
+      if (!slot) return document.createTextNode(part);
+      if (!used.has(part)) { used.add(part); return slot; }
+      const copy = el("strong", { class: "q-copy", "data-of": slot.id }, slot.textContent);
+      return copy;
+    });
+    for (const [part, slot] of Object.entries(slots)) if (!used.has(part)) nodes.push(" ", slot);
+    ask.replaceChildren(...nodes);
+    $("definition-question").textContent = question.replaceAll("{a}", "A").replaceAll("{b}", "B");
+  }
+
+  function mirrorCopies() {  // a template naming a concept twice shows it twice
+    const observer = new MutationObserver(() => {
+      for (const copy of document.querySelectorAll(".q-copy")) {
+        copy.textContent = $(copy.dataset.of).textContent;
+      }
+    });
+    for (const id of ["qa", "qb"]) observer.observe($(id), { childList: true, characterData: true, subtree: true });
+  }
+
+  async function loadQuestion() {
+    try {
+      renderQuestion((await call("GET", "")).question);
+    } catch {
+      renderQuestion(DEFAULT_QUESTION);
+    }
+  }
+
+  // ---------------------------------------------------------------------------- check questions
+  function showDefinition() {
+    const box = $("definition");
+    box.hidden = false;
+    box.querySelector("button").focus();
+  }
+
+  // app.js posts the answers; a response that says `check_failed` shows the definition again.
+  function watchAnswers() {
+    window.fetch = async (input, init) => {
+      const response = await fetchPlain(input, init);
+      const url = typeof input === "string" ? input : input.url;
+      const method = ((init && init.method) || "GET").toUpperCase();
+      if (method === "POST" && /\/labels$/.test(url.split("?")[0]) && response.ok) {
+        response.clone().json().then((body) => { if (body && body.check_failed) showDefinition(); },
+                                      () => {});
+      }
+      return response;
+    };
+  }
+
+  // ---------------------------------------------------------------------------- review
+  function side(title, answers) {
+    return el("div", { class: "side" },
+      el("h4", {}, `${title} (${answers.length})`),
+      answers.length
+        ? el("ul", {}, ...answers.map((a) => el("li", {},
+            `${who(a)}${a.role === "reviewer" ? " (reviewer)" : ""} — ${a.source || "api"}, ${when(a.created_at)}`)))
+        : el("p", { class: "muted" }, "none"));
+  }
+
+  function disagreement(item) {
+    const consensus = item.consensus ?? "undecided";
+    const proof = item.proof || [];
+    const buttons = ["positive", "negative"].map((value) => el("button", {
+      type: "button", class: `resolve ${value}`, "data-label": value,
+      onclick: () => resolve(item, value),
+    }, value === "positive" ? `Resolve: yes, ${item.a} before ${item.b}` : "Resolve: no"));
+    return el("article", { class: "panel disagreement", "data-id": String(item.id) },
+      el("h3", {}, `${item.a} / ${item.b}`),
+      el("p", { class: "muted" }, `open since ${when(item.opened_at)} — consensus now: ${consensus}`),
+      el("div", { class: "sides" }, side("Yes", item.positive || []), side("No", item.negative || [])),
+      ...(proof.length ? [
+        el("p", {}, "The asserted labels that decide it the other way:"),
+        el("ul", { class: "proof" }, ...proof.map((ref) => el("li", {}, `${arrow(ref)} (label #${ref.id})`))),
+      ] : []),
+      ...(item.chains || []).map((c) => el("p", { class: "muted" }, `chain: ${c.join(" → ")}`)),
+      el("div", { class: "answers" }, ...buttons));
+  }
+
+  async function refreshReview(force = false) {
+    if (!session()) return;
+    const list = $("disagreements");
+    let items;
+    try {
+      items = (await call("GET", "/disagreements?state=open")).items;
+    } catch (error) {
+      if (error.status !== 404 || (error.problem && error.problem.type === "/problems/project-not-found")) {
+        list.replaceChildren(el("p", { class: "error" }, `Error: ${error.message}`));
+        return;
+      }
+      items = [];  // a service without disagreements has none to review
+    }
+    const seen = JSON.stringify(items);
+    if (!force && seen === shownReview) return;
+    shownReview = seen;
+    $("review-count").textContent = items.length ? `— ${items.length} open` : "";
+    list.replaceChildren(...(items.length ? items.map(disagreement)
+      : [el("p", { id: "no-disagreements", class: "muted" }, "No open disagreements: nothing to review.")]));
+  }
+
+  async function resolve(item, label) {
+    const status = $("review-status");
+    const key = $("reviewer-key").value;
+    sessionStorage.setItem(REVIEWER, key);
+    try {
+      await call("POST", `/disagreements/${item.id}/resolve`, { label, annotator: session().annotator }, key);
+      status.textContent = `Resolved ${item.a} / ${item.b} as ${label}.`;
+    } catch (error) {
+      status.textContent = error.status === 401 || error.status === 403
+        ? `Resolving needs the project's reviewer key or the admin key: ${error.message}`
+        : `Could not resolve: ${error.message}`;
+      return;
+    }
+    await refreshReview(true);
+  }
+
+  // ---------------------------------------------------------------------------- agreement
+  function accuracy(row) {
+    const a = row.accuracy;
+    return a ? `${share(a.estimate)} (${share(a.low)}–${share(a.high)})` : "—";
+  }
+
+  async function refreshAgreement() {
+    if (!session()) return;
+    let view;
+    try {
+      view = await call("GET", "/agreement");
+    } catch (error) {
+      $("agreement-summary").textContent = `agreement unavailable: ${error.message}`;
+      return;
+    }
+    const seen = JSON.stringify(view);
+    if (seen === shownAgreement) return;
+    shownAgreement = seen;
+    $("agreement-summary").textContent = `${view.answers} answers, policy ${view.policy}; ` +
+      `Krippendorff's α ${fixed(view.alpha)}`;
+    $("agreement-rows").replaceChildren(...view.annotators.map((row) => el("tr", {},
+      el("th", { scope: "row" }, row.annotator ?? "(none)"),
+      el("td", {}, String(row.answers)), el("td", {}, share(row.agreement)),
+      el("td", {}, accuracy(row)), el("td", {}, `${row.checks.failed} of ${row.checks.asked}`))));
+    $("kappa-rows").replaceChildren(...(view.pairs.length ? view.pairs.map((p) => el("tr", {},
+      el("th", { scope: "row" }, `${p.a ?? "(none)"} / ${p.b ?? "(none)"}`),
+      el("td", {}, String(p.shared)), el("td", {}, fixed(p.kappa))))
+      : [el("tr", {}, el("td", { colspan: "3", class: "muted" }, "no two annotators share 20 pairs yet"))]));
+  }
+
+  // ---------------------------------------------------------------------------- the view
+  function showReview() {
+    for (const tab of document.querySelectorAll(".tab")) {
+      if (tab.dataset.view === "review") tab.setAttribute("aria-current", "page");
+      else tab.removeAttribute("aria-current");
+    }
+    for (const section of document.querySelectorAll(".view")) section.hidden = section.id !== "view-review";
+    if (history.replaceState) history.replaceState(null, "", "#review");
+    refreshReview(true);
+  }
+
+  function installTabs() {
+    // Capturing on the nav: the Review tab never reaches app.js, which knows three views.
+    document.querySelector("nav").addEventListener("click", (event) => {
+      const tab = event.target.closest(".tab");
+      if (!tab) return;
+      if (tab.dataset.view === "review") { event.stopPropagation(); showReview(); return; }
+      $("tab-review").removeAttribute("aria-current");
+    }, true);
+  }
+
+  function whenShown(id, refresh) {  // a view coming into sight is refreshed at once
+    new MutationObserver(() => { if (!$(id).hidden && session()) refresh(); })
+      .observe($(id), { attributes: true, attributeFilter: ["hidden"] });
+  }
+
+  function onOpen() {  // app.js says the project is open in #connect-status
+    new MutationObserver(() => {
+      if (!/labeling as/.test($("connect-status").textContent)) return;
+      shownReview = shownAgreement = "";
+      loadQuestion();
+    }).observe($("connect-status"), { childList: true, characterData: true, subtree: true });
+  }
+
+  function restoreReview() {  // a reload on #review: back to Review once app.js shows a view
+    if (wanted !== "#review") return;
+    const observer = new MutationObserver(() => {
+      if ($("view-label").hidden || !session()) return;
+      observer.disconnect();
+      showReview();
+    });
+    observer.observe($("view-label"), { attributes: true, attributeFilter: ["hidden"] });
+  }
+
+  function poll() {
+    if (!session()) return;
+    if (!$("view-review").hidden) refreshReview();
+    if (!$("view-progress").hidden) refreshAgreement();
+  }
+
+  function init() {
+    $("reviewer-key").value = sessionStorage.getItem(REVIEWER) || "";
+    $("definition-close").addEventListener("click", () => { $("definition").hidden = true; $("question").focus(); });
+    $("review-reload").addEventListener("click", () => refreshReview(true));
+    renderQuestion(DEFAULT_QUESTION);
+    mirrorCopies();
+    watchAnswers();
+    installTabs();
+    whenShown("view-progress", () => { shownAgreement = ""; refreshAgreement(); });
+    onOpen();
+    restoreReview();
+    setInterval(poll, POLL_MS);
+  }
+
+  init();
+  window.sporal = { showDefinition, showReview, refreshReview, refreshAgreement, renderQuestion };
+})();
