@@ -24,6 +24,7 @@ from app.middleware import BodySizeLimit, KeyCheck
 from app.routes import (
     concepts,
     corpus,
+    disagreements,
     export,
     importing,
     jobs,
@@ -122,7 +123,7 @@ def _tune_collector() -> None:
 
 def _include_routers(app: FastAPI) -> None:
     for module in (meta, projects, concepts, pairs, corpus, labels, queries, export,
-                   importing, jobs):
+                   importing, jobs, disagreements):
         for name in ("admin_router", "router"):
             router = getattr(module, name, None)
             if router is not None:
