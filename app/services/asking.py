@@ -155,7 +155,7 @@ def _stake(work: ProjectWork) -> dict[Pair, int]:
     counts = dict(work.session.execute(
         select(ClosureEffect.label_id, func.sum(ClosureEffect.count))
         .where(ClosureEffect.project_id == state.project_id)
-        .group_by(ClosureEffect.label_id)).tuples().all())
+        .group_by(ClosureEffect.label_id)).all())
     return {pair: int(counts.get(live.id) or 1) for pair, live in state.labels.items()}
 
 
@@ -180,7 +180,7 @@ def team_question(work: ProjectWork, annotator: str | None, proba: np.ndarray | 
     disputed: list[Pair] = [(a, b) for a, b in work.session.execute(
         select(Disagreement.a_id, Disagreement.b_id).where(
             Disagreement.project_id == state.project_id, Disagreement.closed_at.is_(None))
-        .order_by(Disagreement.id)).tuples()]
+        .order_by(Disagreement.id))]
     pool = state.pool.row_of
     model: dict[Pair, float] = {}
     if proba is not None:

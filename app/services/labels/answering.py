@@ -43,6 +43,7 @@ from app.services.labels.consensus import (
     recompute,
 )
 from app.services.labels.proofs import check_pair
+from app.services.labels.store import release
 from app.services.labels.results import Written
 from app.services.state import ProjectState
 from app.services.unit import ProjectWork
@@ -153,6 +154,7 @@ def _post_full(work: ProjectWork, body: LabelIn, check: int | None) -> Written[L
                                outcome="contested", source=body.source or "api",
                                check_question=check is not None)
         _answered_check(session, check, answer.id)
+        release(session, state, [(a_id, b_id)])  # the answer answers the question
         return [live_of(answer)]
 
     extra = Core(a_id, b_id, body.positive, body.annotator, check=check is not None,
@@ -198,6 +200,7 @@ def post_bulk_answers(work: ProjectWork, body: BulkLabels,
                 for item, (a, b) in zip(body.labels, pairs, strict=True)]
         session.add_all(rows)
         session.flush()
+        release(session, state, pairs)
         return [live_of(row) for row in rows]
 
     applied = recompute(work, Change(extra=extra, store=store))
