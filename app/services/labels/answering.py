@@ -43,8 +43,8 @@ from app.services.labels.consensus import (
     recompute,
 )
 from app.services.labels.proofs import check_pair
-from app.services.labels.store import release
 from app.services.labels.results import Written
+from app.services.labels.store import release
 from app.services.state import ProjectState
 from app.services.unit import ProjectWork
 from models import Answer, CheckQuestion, Project, utcnow
