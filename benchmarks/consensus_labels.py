@@ -44,8 +44,8 @@ TARGET_P50_MS = 20.0
 TEAM = ["ann", "bob", "cy", "dan", "eve"]
 
 
-def _project(client: TestClient, domain: Any) -> int:
-    pid = int(client.post("/projects", json={"name": "bench", "policy": "consensus"})
+def _project(client: TestClient, domain: Any, policy: str) -> int:
+    pid = int(client.post("/projects", json={"name": "bench", "policy": policy})
               .json()["id"])
     client.post(f"/projects/{pid}/concepts",
                 json={"concepts": [{"name": c} for c in domain.concepts]}).raise_for_status()
@@ -80,7 +80,7 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 def run(data: Path, domain_name: str, n: int, noise: float, second: float,
-        seed: int) -> dict[str, Any]:
+        seed: int, policy: str = "consensus") -> dict[str, Any]:
     """Post ``n`` answers into a fresh consensus project; the timings by path."""
     domain = load_domain(data, domain_name)
     rng = random.Random(seed)
@@ -89,7 +89,7 @@ def run(data: Path, domain_name: str, n: int, noise: float, second: float,
         migrate(url)
         settings = Settings(database_url=url)
         with TestClient(create_app(settings)) as client:
-            pid = _project(client, domain)
+            pid = _project(client, domain, policy)
             seen: set[tuple[str, str]] = set()
             fast: list[float] = []
             full: list[float] = []
@@ -100,12 +100,14 @@ def run(data: Path, domain_name: str, n: int, noise: float, second: float,
                 start = time.perf_counter()
                 response = client.post(f"/projects/{pid}/labels", json=body)
                 ms = (time.perf_counter() - start) * 1000
-                assert response.status_code in (200, 201), response.text
-                first = (a, b) not in seen and response.json().get("disagreement") is None
+                assert response.status_code in (200, 201, 409), response.text
+                first = (a, b) not in seen and response.status_code != 409 and (
+                    response.json().get("disagreement") is None)
                 (fast if first else full).append(ms)
                 seen.add((a, b))
             load_after = os.getloadavg()[0]
-            open_now = len(client.get(f"/projects/{pid}/disagreements").json()["items"])
+            listed = client.get(f"/projects/{pid}/disagreements").json()
+            open_now = len(listed["items"])
     every = fast + full
     return {"domain": domain_name, "concepts": len(domain.concepts), "pool": len(domain.pairs),
             "answers": len(every), "fast": len(fast), "full": len(full),
@@ -124,9 +126,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--second", type=float, default=0.3,
                         help="share of pairs answered by a second annotator")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--policy", choices=("consensus", "strict"), default="consensus",
+                        help="strict: the same answers in a strict project (a baseline; "
+                        "contradictions are 409)")
     args = parser.parse_args(argv)
-    result = run(args.data, args.domain, args.answers, args.noise, args.second, args.seed)
-    print(f"{result['domain']}: {result['concepts']} concepts, {result['pool']} pool pairs, "
+    result = run(args.data, args.domain, args.answers, args.noise, args.second, args.seed,
+                 args.policy)
+    print(f"policy {args.policy}; {result['domain']}: {result['concepts']} concepts, "
+          f"{result['pool']} pool pairs, "
           f"{result['answers']} label POSTs ({result['fast']} first answers, "
           f"{result['full']} on answered pairs or opening/closing a disagreement)")
     print(f"label POST  p50 {result['p50']:.1f} ms  p99 {result['p99']:.1f} ms  "

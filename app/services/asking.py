@@ -31,11 +31,11 @@ from typing import cast
 import numpy as np
 from sqlalchemy import func, select
 
-from app.services.labels.consensus import LiveAnswer, core_answers, last_fit, live_answers
+from app.services.labels.consensus import core_answers, last_fit, live_answers
 from app.services.unit import ProjectWork
 from models import ClosureEffect, Disagreement
 from reasoning.closure import Closure
-from reasoning.consensus import Answer, Consensus, check_candidates, consensus
+from reasoning.consensus import Answer, Consensus, check_candidates
 
 __all__ = ["CHECK_RATE", "SECOND_OPINION_VALUE", "TeamPick", "team_question"]
 
@@ -159,14 +159,6 @@ def _stake(work: ProjectWork) -> dict[Pair, int]:
     return {pair: int(counts.get(live.id) or 1) for pair, live in state.labels.items()}
 
 
-def _fit(work: ProjectWork, rows: list[LiveAnswer]) -> Consensus:
-    """The last consensus fit of the project (computed now if this process has none)."""
-    fitted = last_fit(work.state.project_id)
-    if fitted is None:
-        fitted = consensus(core_answers(rows), work.state.closure.concepts)
-    return fitted
-
-
 def team_question(work: ProjectWork, annotator: str | None, proba: np.ndarray | None
                   ) -> tuple[TeamPick | None, set[tuple[int, int]]]:
     """The team's question for ``annotator`` (a disagreement link, a second opinion or a
@@ -185,7 +177,7 @@ def team_question(work: ProjectWork, annotator: str | None, proba: np.ndarray | 
     model: dict[Pair, float] = {}
     if proba is not None:
         model = {pair: float(proba[row]) for pair, row in pool.items() if pair in answers}
-    view = _TeamView(_fit(work, rows), state.closure, answers, pool, disputed, model,
+    view = _TeamView(last_fit(state, rows), state.closure, answers, pool, disputed, model,
                      _stake(work))
     draw = random.Random(f"{state.project_id}:{annotator}:{state.label_events}").random()
     mine = {(r.a_id, r.b_id) for r in rows if r.annotator == annotator and not r.reviewer}

@@ -2,7 +2,9 @@
 
 One label (:func:`post_answer`): an annotator repeating their own latest answer on the pair
 adds nothing (200, as in ``strict``); an answer on a pair nobody answered that the closure
-does not contradict takes the fast path, asserted exactly like a ``strict`` label; every other
+does not contradict takes the fast path, asserted exactly like a ``strict`` label; an answer
+that gives its pair's label the value every answer on it gives is kept as ``agreed`` (no
+label can change; the reliabilities are refitted at the next full event); every other
 answer runs the full consensus (:func:`app.services.labels.consensus.recompute`). Bulk labels
 and imports (:func:`post_bulk_answers`): every label an answer; one full consensus for all of
 them (a set without contradictions is closed at once by it).
@@ -45,7 +47,7 @@ from app.services.labels.consensus import (
 from app.services.labels.proofs import check_pair
 from app.services.labels.results import Written
 from app.services.labels.store import release
-from app.services.state import ProjectState
+from app.services.state import LiveLabel, ProjectState
 from app.services.unit import ProjectWork
 from models import Answer, CheckQuestion, Project, utcnow
 from reasoning.closure import ContradictionError
@@ -80,6 +82,12 @@ class _Repeat:
 
 
 @dataclass(frozen=True)
+class _Agrees:
+    live: LiveLabel  # the pair's label, which every answer on the pair gives
+    check: int | None
+
+
+@dataclass(frozen=True)
 class _Slow:
     check: int | None  # the check question this answers
 
@@ -94,7 +102,7 @@ def post_answer(work: ProjectWork, body: LabelIn) -> Written[LabelCreated]:
     """Keep one answer and bring the asserted labels to the consensus (module docstring)."""
     positive = body.positive
 
-    def compute(work: ProjectWork) -> _Repeat | _Slow | _Fast:
+    def compute(work: ProjectWork) -> _Repeat | _Agrees | _Slow | _Fast:
         state, session = work.state, work.session
         a_id, b_id = check_pair(state, body.a, body.b)
         rows = pair_answers(session, state.project_id, a_id, b_id)
@@ -102,6 +110,10 @@ def post_answer(work: ProjectWork, body: LabelIn) -> Written[LabelCreated]:
         if mine and mine[-1].positive == positive:
             return _Repeat(mine[-1])
         check = served_check(session, state.project_id, body.annotator, a_id, b_id)
+        live = state.labels.get((a_id, b_id))
+        if rows and live is not None and live.positive == positive and all(
+                r.positive == positive for r in rows):
+            return _Agrees(live, check)  # nothing to dispute: no label can change
         if rows:
             return _Slow(check)
         was_decided = state.closure.status(a_id, b_id).value is not None
@@ -113,11 +125,13 @@ def post_answer(work: ProjectWork, body: LabelIn) -> Written[LabelCreated]:
         return _Fast(Planned(a_id, b_id, applied, was_decided), check)
 
     def store(work: ProjectWork, project: Project,
-              plan: _Repeat | _Slow | _Fast) -> Written[LabelCreated] | _Slow:
+              plan: _Repeat | _Agrees | _Slow | _Fast) -> Written[LabelCreated] | _Slow:
         if isinstance(plan, _Repeat):
             return Written(_repeated(work.state, body, plan.row), created=False)
         if isinstance(plan, _Slow):
             return plan
+        if isinstance(plan, _Agrees):
+            return Written(_agreed(work, project, body, plan))
         live = store_label(work, project, body, plan.planned)
         answer = record_answer(work.session, project.id, plan.planned.a_id, plan.planned.b_id,
                                positive, body.annotator, outcome="asserted",
@@ -132,6 +146,23 @@ def post_answer(work: ProjectWork, body: LabelIn) -> Written[LabelCreated]:
     if isinstance(result, _Slow):
         return _post_full(work, body, result.check)
     return result
+
+
+def _agreed(work: ProjectWork, project: Project, body: LabelIn,
+            plan: _Agrees) -> LabelCreated:
+    """Keep an answer that agrees with its pair's label and every answer on it."""
+    state, session = work.state, work.session
+    a_id, b_id = state.id_of[body.a], state.id_of[body.b]
+    answer = record_answer(session, project.id, a_id, b_id, body.positive, body.annotator,
+                           outcome="agreed", source=body.source or "api",
+                           label_id=plan.live.id, check_question=plan.check is not None)
+    _answered_check(session, plan.check, answer.id)
+    release(session, state, [(a_id, b_id)])
+    return LabelCreated(id=plan.live.id, answer_id=answer.id, a=body.a, b=body.b,
+                        label=body.label, annotator=body.annotator,
+                        created_at=answer.created_at,
+                        newly_decided=NewlyDecided(positive=0, negative=0), decided=[],
+                        decided_total=0)
 
 
 def _repeated(state: ProjectState, body: LabelIn, row: LiveAnswer) -> LabelCreated:

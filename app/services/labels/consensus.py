@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
+from weakref import WeakKeyDictionary
 
 from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.orm import Session
@@ -146,14 +147,18 @@ def _int_pairs(labels: dict[Any, bool]) -> dict[tuple[int, int], bool]:
     return labels
 
 
-_FITS: dict[int, Consensus] = {}
-"""Per project, the consensus of its last full-path event in this process: the annotators'
-reliabilities that ``next`` weighs answers by between events."""
+_FITS: WeakKeyDictionary[ProjectState, Consensus] = WeakKeyDictionary()
+"""Per cached project state, the consensus of the project's last full-path event in this
+process: the annotators' reliabilities that ``next`` weighs answers by between events."""
 
 
-def last_fit(project_id: int) -> Consensus | None:
-    """The consensus of the project's last full-path event in this process, if any."""
-    return _FITS.get(project_id)
+def last_fit(state: ProjectState, rows: Sequence[LiveAnswer]) -> Consensus:
+    """The consensus of the project's last full-path event in this process; without one,
+    the consensus of ``rows`` (the live answers), kept until the next event."""
+    fitted = _FITS.get(state)
+    if fitted is None:
+        fitted = _FITS[state] = consensus(core_answers(rows), state.closure.concepts)
+    return fitted
 
 
 # ---------------------------------------------------------------------------- the change
@@ -197,7 +202,7 @@ def recompute(work: ProjectWork, change: Change) -> Applied:
     def store(work: ProjectWork, project: Project, plan: Recomputed) -> Applied:
         before = work.state.closure
         added = change.store(work.session, project)
-        _FITS[project.id] = plan.result
+        _FITS[work.state] = plan.result
         ids = _apply(work, project, plan)
         sync_outcomes(work.session, plan.result, plan.rows + added, work.state)
         states = sync_disagreements(work.session, project.id, plan.result)
