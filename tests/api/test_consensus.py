@@ -4,6 +4,7 @@ closure follow the consensus of the team's answers."""
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from collections.abc import Callable
 from typing import Any
@@ -193,3 +194,24 @@ def test_delete_an_answer_and_a_label_in_consensus(client: TestClient) -> None:
     assert counts["ann"]["retracted"] == 1 and counts["bob"]["retracted"] == 1
     assert counts["cy"]["retracted"] == 0
     assert against["answer_id"]
+
+
+def test_an_import_in_consensus_keeps_contradicting_labels_as_answers(
+        client: TestClient) -> None:
+    pid = _consensus_project(client)
+    records = [{"kind": "label", "a": "a", "b": "b", "label": value, "annotator": who}
+               for value, who in (("positive", "ann"), ("negative", "bob"),
+                                  ("negative", "cy"))]
+    records.append({"kind": "label", "a": "b", "b": "a", "label": "positive", "annotator": "dan"})
+    body = "".join(json.dumps(r) + "\n" for r in records).encode()
+    response = client.post(f"/projects/{pid}/import", content=body,
+                           headers={"Content-Type": "application/jsonl"})
+    assert response.status_code == 200, response.text
+    assert _asserted(client, pid) == {("a", "b"): "negative", ("b", "a"): "positive"}
+    counts = {c["annotator"]: c["answered"]
+              for c in client.get(f"/projects/{pid}/annotators").json()["items"]}
+    assert counts == {"ann": 1, "bob": 1, "cy": 1, "dan": 1}
+    strict = new_project(client, CONCEPTS)
+    refused = client.post(f"/projects/{strict}/import", content=body,
+                          headers={"Content-Type": "application/jsonl"})
+    assert refused.status_code == 422
