@@ -215,3 +215,18 @@ def test_an_import_in_consensus_keeps_contradicting_labels_as_answers(
     refused = client.post(f"/projects/{strict}/import", content=body,
                           headers={"Content-Type": "application/jsonl"})
     assert refused.status_code == 422
+
+
+def test_idempotency_keys_keep_their_meaning_in_consensus(client: TestClient) -> None:
+    pid = _consensus_project(client)
+    label(client, pid, "a", "b", annotator="ann")
+    body = {"a": "a", "b": "b", "label": "negative", "annotator": "bob"}
+    key = {"Idempotency-Key": "k-1"}
+    first = client.post(f"/projects/{pid}/labels", json=body, headers=key)
+    assert first.status_code == 201, first.text
+    again = client.post(f"/projects/{pid}/labels", json=body, headers=key)
+    assert again.status_code == 201 and again.headers.get("Idempotent-Replayed") == "true"
+    assert again.json()["answer_id"] == first.json()["answer_id"]
+    counts = {c["annotator"]: c["answered"]
+              for c in client.get(f"/projects/{pid}/annotators").json()["items"]}
+    assert counts == {"ann": 1, "bob": 1}

@@ -39,10 +39,13 @@ from app.services.labels.consensus import (
     Applied,
     Change,
     LiveAnswer,
+    Recomputed,
     changed_pairs,
     live_of,
     pair_answers,
+    plan_change,
     recompute,
+    store_change,
 )
 from app.services.labels.proofs import check_pair
 from app.services.labels.results import Written
@@ -89,7 +92,8 @@ class _Agrees:
 
 @dataclass(frozen=True)
 class _Slow:
-    check: int | None  # the check question this answers
+    change: Change  # the answer, to the whole consensus
+    plan: Recomputed
 
 
 @dataclass(frozen=True)
@@ -114,22 +118,26 @@ def post_answer(work: ProjectWork, body: LabelIn) -> Written[LabelCreated]:
         if rows and live is not None and live.positive == positive and all(
                 r.positive == positive for r in rows):
             return _Agrees(live, check)  # nothing to dispute: no label can change
-        if rows:
-            return _Slow(check)
-        was_decided = state.closure.status(a_id, b_id).value is not None
-        within_budget(work, state.closure, a_id, b_id, positive, "this label")
-        try:
-            applied = state.add_label(a_id, b_id, positive)
-        except ContradictionError:
-            return _Slow(check)
-        return _Fast(Planned(a_id, b_id, applied, was_decided), check)
+        if not rows:
+            was_decided = state.closure.status(a_id, b_id).value is not None
+            within_budget(work, state.closure, a_id, b_id, positive, "this label")
+            try:
+                applied = state.add_label(a_id, b_id, positive)
+            except ContradictionError:
+                pass
+            else:
+                return _Fast(Planned(a_id, b_id, applied, was_decided), check)
+        change = _full_change(work, body, check)
+        return _Slow(change, plan_change(work, change))
 
     def store(work: ProjectWork, project: Project,
-              plan: _Repeat | _Agrees | _Slow | _Fast) -> Written[LabelCreated] | _Slow:
+              plan: _Repeat | _Agrees | _Slow | _Fast) -> Written[LabelCreated]:
         if isinstance(plan, _Repeat):
             return Written(_repeated(work.state, body, plan.row), created=False)
         if isinstance(plan, _Slow):
-            return plan
+            applied = store_change(work, project, plan.change, plan.plan)
+            return Written(_full_created(work.state, body, applied,
+                                         any(e.check for e in plan.change.extra)))
         if isinstance(plan, _Agrees):
             return Written(_agreed(work, project, body, plan))
         live = store_label(work, project, body, plan.planned)
@@ -142,10 +150,7 @@ def post_answer(work: ProjectWork, body: LabelIn) -> Written[LabelCreated]:
                        answer.id, body.annotator)
         return Written(made.model_copy(update={"created_at": answer.created_at}))
 
-    result = work.write(compute, store)
-    if isinstance(result, _Slow):
-        return _post_full(work, body, result.check)
-    return result
+    return work.write(compute, store)
 
 
 def _agreed(work: ProjectWork, project: Project, body: LabelIn,
@@ -175,7 +180,7 @@ def _repeated(state: ProjectState, body: LabelIn, row: LiveAnswer) -> LabelCreat
                         decided_total=0)
 
 
-def _post_full(work: ProjectWork, body: LabelIn, check: int | None) -> Written[LabelCreated]:
+def _full_change(work: ProjectWork, body: LabelIn, check: int | None) -> Change:
     """An answer on an answered pair, or against the closure: the whole consensus again."""
     state = work.state
     a_id, b_id = state.id_of[body.a], state.id_of[body.b]
@@ -190,8 +195,7 @@ def _post_full(work: ProjectWork, body: LabelIn, check: int | None) -> Written[L
 
     extra = Core(a_id, b_id, body.positive, body.annotator, check=check is not None,
                  order=_LAST)
-    applied = recompute(work, Change(extra=(extra,), store=store, pair=(a_id, b_id)))
-    return Written(_full_created(work.state, body, applied, check is not None))
+    return Change(extra=(extra,), store=store, pair=(a_id, b_id))
 
 
 def _full_created(state: ProjectState, body: LabelIn, applied: Applied,

@@ -53,8 +53,10 @@ __all__ = [
     "last_fit",
     "live_answers",
     "live_of",
+    "plan_change",
     "pair_answers",
     "recompute",
+    "store_change",
     "sync_disagreements",
     "sync_outcomes",
 ]
@@ -194,22 +196,28 @@ def recompute(work: ProjectWork, change: Change) -> Applied:
     held), then store the event, the label changes, the answers' outcomes and the
     disagreements in one write transaction."""
 
-    def compute(work: ProjectWork) -> Recomputed:
-        rows = [r for r in live_answers(work.session, work.state.project_id)
-                if r.id not in change.without]
-        return _plan(work.state, rows, change.extra)
+    return work.write(lambda work: plan_change(work, change),
+                      lambda work, project, plan: store_change(work, project, change, plan))
 
-    def store(work: ProjectWork, project: Project, plan: Recomputed) -> Applied:
-        before = work.state.closure
-        added = change.store(work.session, project)
-        _FITS[work.state] = plan.result
-        ids = _apply(work, project, plan)
-        sync_outcomes(work.session, plan.result, plan.rows + added, work.state)
-        states = sync_disagreements(work.session, project.id, plan.result)
-        ref = states.get(change.pair) if change.pair is not None else None
-        return Applied(plan, added, before, ref, ids)
 
-    return work.write(compute, store)
+def plan_change(work: ProjectWork, change: Change) -> Recomputed:
+    """The consensus after ``change`` and the label changes it makes (no lock held)."""
+    rows = [r for r in live_answers(work.session, work.state.project_id)
+            if r.id not in change.without]
+    return _plan(work.state, rows, change.extra)
+
+
+def store_change(work: ProjectWork, project: Project, change: Change,
+                 plan: Recomputed) -> Applied:
+    """Store ``change`` and its ``plan`` (inside the write transaction); move the cache."""
+    before = work.state.closure
+    added = change.store(work.session, project)
+    _FITS[work.state] = plan.result
+    ids = _apply(work, project, plan)
+    sync_outcomes(work.session, plan.result, plan.rows + added, work.state)
+    states = sync_disagreements(work.session, project.id, plan.result)
+    ref = states.get(change.pair) if change.pair is not None else None
+    return Applied(plan, added, before, ref, ids)
 
 
 def live_of(answer: Answer) -> LiveAnswer:
