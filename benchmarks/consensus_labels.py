@@ -106,6 +106,7 @@ def run(data: Path, domain_name: str, n: int, noise: float, second: float,
                 (fast if first else full).append(ms)
                 seen.add((a, b))
             load_after = os.getloadavg()[0]
+            nexts = _time_next(client, pid)
             listed = client.get(f"/projects/{pid}/disagreements").json()
             open_now = len(listed["items"])
     every = fast + full
@@ -114,7 +115,19 @@ def run(data: Path, domain_name: str, n: int, noise: float, second: float,
             "p50": _quantile(every, 0.5), "p99": _quantile(every, 0.99), "max": max(every),
             "fast_p50": _quantile(fast, 0.5), "full_p50": _quantile(full, 0.5),
             "full_p99": _quantile(full, 0.99), "mean": statistics.fmean(every),
-            "load": (load_before, load_after), "open_disagreements": open_now}
+            "load": (load_before, load_after), "open_disagreements": open_now,
+            "next_p50": _quantile(nexts, 0.5), "next_p99": _quantile(nexts, 0.99)}
+
+
+def _time_next(client: TestClient, pid: int, calls: int = 60) -> list[float]:
+    """Time ``next`` for the team (Random strategy: no model), each annotator in turn."""
+    out = []
+    for k in range(calls):
+        start = time.perf_counter()
+        response = client.get(f"/projects/{pid}/next?strategy=Random&annotator={TEAM[k % 5]}")
+        out.append((time.perf_counter() - start) * 1000)
+        assert response.status_code == 200, response.text
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  first answers p50 {result['fast_p50']:.1f} ms; others p50 "
           f"{result['full_p50']:.1f} ms, p99 {result['full_p99']:.1f} ms")
     print(f"open disagreements at the end: {result['open_disagreements']}")
+    print(f"next (team questions first; Random for new pairs) p50 {result['next_p50']:.1f} ms, "
+          f"p99 {result['next_p99']:.1f} ms")
     print(f"load average (1 min) before/after: {result['load'][0]:.2f} / "
           f"{result['load'][1]:.2f} on {os.cpu_count()} CPUs")
     ok = result["p50"] <= TARGET_P50_MS
