@@ -27,8 +27,10 @@ from reasoning.closure import ContradictionError, ReasoningError
 __all__ = [
     "PROBLEMS",
     "PROBLEM_MEDIA_TYPE",
+    "AnswerNotFound",
     "BudgetExceeded",
     "BulkContradiction",
+    "DisagreementNotFound",
     "InternalError",
     "MethodNotAllowed",
     "NotFound",
@@ -221,6 +223,22 @@ class LabelNotFound(ServiceError):
 
     def __init__(self, label_id: int, reason: str = "no such label in this project") -> None:
         super().__init__(f"label {label_id}: {reason}")
+
+
+class AnswerNotFound(ServiceError):
+    slug, status, title = "answer-not-found", 404, "Answer not found"
+    description = "No live answer of this project has this id."
+
+    def __init__(self, answer_id: int, reason: str = "no such answer in this project") -> None:
+        super().__init__(f"answer {answer_id}: {reason}")
+
+
+class DisagreementNotFound(ServiceError):
+    slug, status, title = "disagreement-not-found", 404, "Disagreement not found"
+    description = "No disagreement of this project has this id."
+
+    def __init__(self, disagreement_id: int) -> None:
+        super().__init__(f"no disagreement with id {disagreement_id} in this project")
 
 
 class NotFound(ServiceError):

@@ -26,6 +26,7 @@ from app.routes import (
     answers,
     concepts,
     corpus,
+    disagreements,
     export,
     importing,
     jobs,
@@ -124,7 +125,7 @@ def _tune_collector() -> None:
 
 def _include_routers(app: FastAPI) -> None:
     for module in (meta, projects, concepts, pairs, corpus, labels, queries, export,
-                   importing, jobs, answers, agreement):
+                   importing, jobs, answers, agreement, disagreements):
         for name in ("admin_router", "router"):
             router = getattr(module, name, None)
             if router is not None:

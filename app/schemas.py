@@ -23,6 +23,13 @@ from pydantic import (
 from models import NAME_LENGTH
 
 __all__ = [
+    "AnswerRetracted",
+    "DisagreementAnswer",
+    "DisagreementItem",
+    "DisagreementPage",
+    "QueryReason",
+    "Resolution",
+    "ReviewerKeyRead",
     "AnnotatorCounts",
     "AnnotatorPage",
     "JobAccepted",
@@ -467,12 +474,19 @@ class PairStatus(BaseModel):
 
 
 # ---------------------------------------------------------------------------- questions
+QueryReason = Literal["new", "second-opinion", "disagreement"]
+
+
 class Query(BaseModel):
     a: str
     b: str
     score: float | None
     gain_if_positive: float | None
     gain_if_negative: float | None
+    reason: QueryReason = Field(
+        default="new", description='Why this pair is asked: "new" (undecided; a check question '
+        'says so too), "second-opinion" (decided on answers likely wrong that decide many pool '
+        'pairs) or "disagreement" (a link of an open disagreement); always "new" in strict.')
 
 
 class NextQueries(BaseModel):
@@ -717,3 +731,58 @@ class AgreementRead(BaseModel):
 
 __all__ += ["AccuracyInterval", "AgreementRead", "AnnotatorAgreementItem", "AnswerItem",
             "AnswerOutcome", "AnswerPage", "CheckCounts", "KappaItem"]
+
+
+# ---------------------------------------------------------------------------- teams
+class ReviewerKeyRead(BaseModel):
+    reviewer_key: str = Field(description="The project's new reviewer key (it resolves "
+                              "disagreements and opens the project); the old one stops working.")
+
+
+class DisagreementAnswer(BaseModel):
+    """An answer on the pair of a disagreement."""
+
+    id: int
+    a: str
+    b: str
+    label: LabelValue
+    annotator: str | None
+    role: Literal["annotator", "reviewer"]
+    source: str
+    created_at: datetime
+    outcome: str
+    retracted_at: datetime | None = None
+
+
+class DisagreementItem(BaseModel):
+    id: int
+    a: str
+    b: str
+    state: Literal["open", "closed"]
+    opened_at: datetime
+    closed_at: datetime | None
+    consensus: LabelValue | None = Field(
+        description="The pair's value in the consensus closure now (null: undecided).")
+    positive: list[DisagreementAnswer] = Field(description="The live answers saying positive.")
+    negative: list[DisagreementAnswer] = Field(description="The live answers saying negative.")
+    proof: list[LabelRef] = Field(description="The asserted labels that decide the pair now.")
+    chains: list[list[str]] = Field(description="The chains of concepts of the proof.")
+
+
+class DisagreementPage(BaseModel):
+    items: list[DisagreementItem]
+
+
+class Resolution(_Request):
+    label: LabelValue = Field(description="The reviewer's value for the pair: final.")
+    annotator: Name | None = Field(default=None, description="Who resolved it (kept with "
+                                   "the reviewer's answer).")
+
+
+class AnswerRetracted(BaseModel):
+    id: int
+    a: str
+    b: str
+    label: LabelValue
+    retracted_at: datetime
+    undecided: int = Field(description="How many pairs became undecided or changed value.")

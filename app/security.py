@@ -15,7 +15,7 @@ import hashlib
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 from fastapi import Depends, Path, Request, Security
 from fastapi.security import APIKeyHeader
@@ -35,7 +35,9 @@ __all__ = [
     "ApiKeyDep",
     "Caller",
     "ProjectIdPath",
+    "KeyHolder",
     "ProjectKeyDep",
+    "ReviewerDep",
     "caller_of",
     "hash_key",
     "identify",
@@ -43,6 +45,7 @@ __all__ = [
     "project_of_key",
     "require_admin",
     "require_project_key",
+    "require_reviewer",
 ]
 
 MAX_ID = 2**31 - 1  # ids are 32-bit integers on PostgreSQL
@@ -73,18 +76,32 @@ def _is_admin(settings: Settings, key: str) -> bool:
                                   settings.admin_key.get_secret_value().encode("utf-8"))
 
 
-def project_of_key(session: Session, key: str) -> int | None:
-    """The id of the project whose key is ``key``, if any (one indexed read)."""
+class KeyHolder(NamedTuple):
+    """The project a key opens, and whether it is the project's reviewer key."""
+
+    project_id: int
+    reviewer: bool = False
+
+
+def project_of_key(session: Session, key: str) -> KeyHolder | None:
+    """The project whose key (or reviewer key) is ``key``, if any (indexed reads)."""
     digest = hash_key(key)
     row = session.execute(
         select(Project.id, Project.api_key_hash).where(Project.api_key_hash == digest)
     ).first()
-    if row is None or row.api_key_hash is None:
+    if row is not None and row.api_key_hash is not None:
+        return (KeyHolder(row.id) if secrets.compare_digest(row.api_key_hash, digest)
+                else None)
+    row = session.execute(
+        select(Project.id, Project.reviewer_key_hash)
+        .where(Project.reviewer_key_hash == digest)).first()
+    if row is None or row.reviewer_key_hash is None:
         return None
-    return row.id if secrets.compare_digest(row.api_key_hash, digest) else None
+    return (KeyHolder(row.id, reviewer=True)
+            if secrets.compare_digest(row.reviewer_key_hash, digest) else None)
 
 
-KeyOwner = Callable[[str], int | None]
+KeyOwner = Callable[[str], KeyHolder | None]
 """Finds the project of a key (:func:`project_of_key` bound to a session)."""
 
 ADMIN_KEY_NEEDED = "this route needs the admin key in the X-API-Key header"
@@ -104,6 +121,9 @@ class Caller:
     """The admin key, or anyone when the service runs open."""
     project_id: int | None = None
     """The project whose key was given (None for the admin)."""
+    reviewer: bool = False
+    """The key given is the project's reviewer key (it opens the project and may resolve
+    its disagreements)."""
 
     def check_admin(self) -> None:
         """Raise :class:`Forbidden` unless the caller may manage projects."""
@@ -118,6 +138,14 @@ class Caller:
         """
         if not self.admin and project_id is not None and self.project_id != project_id:
             raise Forbidden("this API key belongs to another project")
+
+    def check_reviewer(self, project_id: int) -> None:
+        """Raise :class:`Forbidden` unless the caller may resolve the project's
+        disagreements: the admin (anyone when the service runs open) or its reviewer key."""
+        self.check_project(project_id)
+        if not self.admin and not self.reviewer:
+            raise Forbidden("resolving needs the admin key or the project's reviewer key "
+                            "(POST /projects/{pid}/reviewer-key)")
 
 
 ANYONE = Caller(admin=True)
@@ -151,7 +179,7 @@ def identify(settings: Settings, key: str | None, owner_of: KeyOwner, *,
     owner = owner_of(key)
     if owner is None:
         raise Unauthorized("unknown API key")
-    return Caller(admin=False, project_id=owner)
+    return Caller(admin=False, project_id=owner.project_id, reviewer=owner.reviewer)
 
 
 def caller_of(request: Request) -> Caller:
@@ -181,5 +209,12 @@ def require_project_key(project_id: ProjectIdPath, request: Request, key: ApiKey
     caller_of(request).check_project(project_id)
 
 
+def require_reviewer(project_id: ProjectIdPath, request: Request, key: ApiKeyDep) -> None:
+    """Resolving a disagreement needs the admin key or the project's reviewer key (when keys
+    are configured; open otherwise)."""
+    caller_of(request).check_reviewer(project_id)
+
+
 AdminDep = Depends(require_admin)
+ReviewerDep = Depends(require_reviewer)
 ProjectKeyDep = Depends(require_project_key)

@@ -36,6 +36,8 @@ __all__ = [
     "Concept",
     "ConceptLink",
     "ConceptText",
+    "CheckQuestion",
+    "Disagreement",
     "IdempotencyRecord",
     "ImportStage",
     "Job",
@@ -436,3 +438,57 @@ class Job(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class Disagreement(Base):
+    """A pair in dispute in a ``consensus`` project: answered both ways and not settled, or
+    answered against what stronger labels imply.
+
+    Opened when the consensus first finds the pair contested, closed (``closed_at``) when later
+    answers settle it or a reviewer resolves it (``resolution_id``: the reviewer's answer). At
+    most one disagreement per pair is open at a time; a closed one keeps its id.
+    """
+
+    __tablename__ = "disagreements"
+    __table_args__ = (
+        Index("ix_disagreements_project_id_pair", "project_id", "a_id", "b_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
+    )
+    a_id: Mapped[int] = mapped_column(
+        ForeignKey("concepts.id", ondelete="CASCADE"), nullable=False
+    )
+    b_id: Mapped[int] = mapped_column(
+        ForeignKey("concepts.id", ondelete="CASCADE"), nullable=False
+    )
+    opened_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    closed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    resolution_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class CheckQuestion(Base):
+    """A check question served to an annotator by ``next`` (a pair decided positive only
+    through other concepts), so that their answer to it is marked as one
+    (``answers.check_question``); ``answer_id`` is set once they answered it."""
+
+    __tablename__ = "check_questions"
+    __table_args__ = (
+        Index("ix_check_questions_project_id_pair", "project_id", "a_id", "b_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
+    )
+    a_id: Mapped[int] = mapped_column(
+        ForeignKey("concepts.id", ondelete="CASCADE"), nullable=False
+    )
+    b_id: Mapped[int] = mapped_column(
+        ForeignKey("concepts.id", ondelete="CASCADE"), nullable=False
+    )
+    annotator: Mapped[str | None] = mapped_column(String(NAME_LENGTH), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    answer_id: Mapped[int | None] = mapped_column(Integer, nullable=True)

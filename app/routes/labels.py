@@ -111,7 +111,11 @@ def post_bulk(body: BulkLabels, work: WriteProject, request: Request, inflight: 
 @router.delete("/{label_id:int}", response_model=LabelRetracted, responses=problem_responses(409))
 def retract_label(label_id: Annotated[int, Path(ge=1, le=MAX_ID)],
                   work: WriteProject) -> LabelRetracted:
-    """Retract an asserted label; the closure is recomputed from the remaining labels."""
+    """Retract an asserted label; the closure is recomputed from the remaining labels.
+
+    In a `consensus` project this retracts every answer behind the label (its pair, its
+    value) and computes the consensus again without them.
+    """
     return service.retract_label(work, label_id)
 
 

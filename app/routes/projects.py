@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
 from app.db import SessionDep
+from app.errors import Forbidden
 from app.routes.common import (
     Limit,
     Offset,
@@ -12,6 +13,7 @@ from app.routes.common import (
     RegistryDep,
     SettingsDep,
     StrictJSONRoute,
+    get_runtime,
     problem_responses,
 )
 from app.schemas import (
@@ -22,8 +24,9 @@ from app.schemas import (
     ProjectList,
     ProjectRead,
     ProjectUpdate,
+    ReviewerKeyRead,
 )
-from app.security import AdminDep, ProjectIdPath, ProjectKeyDep
+from app.security import AdminDep, ProjectIdPath, ProjectKeyDep, caller_of
 from app.services import projects as service
 
 __all__ = ["admin_router", "router"]
@@ -70,10 +73,25 @@ def get_project(view: ReadProject) -> ProjectDetail:
 
 
 @router.patch("", response_model=ProjectRead, responses=problem_responses(409, 413))
-def update_project(project_id: ProjectIdPath, body: ProjectUpdate,
-                   session: SessionDep) -> ProjectRead:
-    """Change the name, description or prediction model of a project."""
-    return ProjectRead.model_validate(service.update_project(session, project_id, body))
+def update_project(project_id: ProjectIdPath, body: ProjectUpdate, session: SessionDep,
+                   request: Request) -> ProjectRead:
+    """Change the name, description, prediction model, policy or question of a project.
+
+    `strict` → `consensus` computes the consensus of every answer kept and asserts it;
+    `consensus` → `strict` keeps the current consensus as the asserted labels.
+    """
+    return ProjectRead.model_validate(
+        service.update_project(session, project_id, body, get_runtime(request)))
+
+
+@router.post("/reviewer-key", response_model=ReviewerKeyRead)
+def rotate_reviewer_key(project_id: ProjectIdPath, session: SessionDep,
+                        request: Request) -> ReviewerKeyRead:
+    """A new reviewer key for the project (it resolves disagreements); the old one stops
+    working at once. Needs the admin key or the project's key."""
+    if caller_of(request).reviewer:
+        raise Forbidden("a reviewer key cannot make reviewer keys; use the project's key")
+    return ReviewerKeyRead(reviewer_key=service.rotate_reviewer_key(session, project_id))
 
 
 @router.post("/api-key", response_model=ApiKeyRead)

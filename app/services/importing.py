@@ -474,6 +474,7 @@ class _Validator:
         self.state = state
         self.new: set[str] = set()
         self.feature_length = view.project.feature_length
+        self.consensus = view.project.policy == "consensus"  # no label refused: all answers
         # True: the pool's features are computed; False: the client's; None: not known yet
         self.computed: bool | None = True if view.project.features_computed else (
             False if self.feature_length is not None else None)
@@ -582,6 +583,9 @@ class _Validator:
 
     def label(self, a_name: str, b_name: str, positive: bool) -> str | None:
         a, b = self.key(a_name), self.key(b_name)
+        if self.consensus:
+            self.live.add((a, b))
+            return None
         status = self.closure.status(a, b)
         if status.asserted and status.value == positive:
             return None
@@ -904,8 +908,9 @@ def import_source(work: ProjectWork, source: Source, *, progress: Progress | Non
     checker = _validated(work, source)
     policy = policy or StagePolicy()
     records = checker.records
-    staged = checker.labels >= policy.min_labels and checker.labels_last and not (
-        checker.retracts or checker.answers)
+    staged = (checker.labels >= policy.min_labels and checker.labels_last
+              and not (checker.retracts or checker.answers)
+              and not checker.consensus)  # consensus: every label an answer
     del checker  # its copy of the closure: the writes make their own
     if staged:
         return _import_staged(work, source, records, progress, policy)

@@ -9,7 +9,9 @@ from app.db import write_transaction
 from app.errors import ProjectNotFound
 from app.schemas import ProjectCounts, ProjectCreate, ProjectDetail, ProjectUpdate, QueryBounds
 from app.security import hash_key, new_key
+from app.services.labels.consensus import adopt_consensus
 from app.services.state import ProjectState, StateRegistry
+from app.services.unit import ProjectOpener, ProjectWork
 from models import Project
 
 __all__ = [
@@ -19,6 +21,7 @@ __all__ = [
     "list_projects",
     "project_detail",
     "rotate_key",
+    "rotate_reviewer_key",
     "update_project",
 ]
 
@@ -80,18 +83,41 @@ def _columns(project: Project) -> dict[str, object]:
             "question": project.question}
 
 
-def update_project(session: Session, project_id: int, body: ProjectUpdate) -> Project:
+def update_project(session: Session, project_id: int, body: ProjectUpdate,
+                   opener: ProjectOpener | None = None) -> Project:
+    """Change a project's fields.
+
+    A change of policy from ``strict`` to ``consensus`` computes the consensus of every live
+    answer at once (in the project's unit of work, through ``opener``): the asserted labels
+    and the closure follow it. From ``consensus`` to ``strict`` the current consensus stays
+    as the asserted labels.
+    """
+    changes = body.model_dump(exclude_unset=True)
+    to_consensus = changes.get("policy") == "consensus"
     with write_transaction(session, project_id) as project:
         assert project is not None
-        changes = body.model_dump(exclude_unset=True)
+        to_consensus = to_consensus and project.policy != "consensus"
         for field in ("name", "prediction_model", "policy", "question"):
-            if changes.get(field) is not None:
+            if changes.get(field) is not None and not (field == "policy" and to_consensus):
                 setattr(project, field, changes[field])
         if "description" in changes:
             project.description = changes["description"]
         if changes:
             project.version += 1  # other processes drop their trained models
+    if to_consensus and opener is not None:
+        with opener.open(ProjectWork, project_id, session) as work:
+            adopt_consensus(work)
+        return get_project(session, project_id)
     return project
+
+
+def rotate_reviewer_key(session: Session, project_id: int) -> str:
+    """A new reviewer key for the project; the old one stops working at once."""
+    key = new_key()
+    with write_transaction(session, project_id) as project:
+        assert project is not None
+        project.reviewer_key_hash = hash_key(key)
+    return key
 
 
 def delete_project(session: Session, registry: StateRegistry, project_id: int) -> None:

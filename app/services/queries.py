@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from sqlalchemy import delete, func, insert, select
@@ -26,12 +26,14 @@ from app.schemas import (
     PredictionItem,
     PredictionPage,
     Query,
+    QueryReason,
     SuggestionItem,
     label_value,
 )
+from app.services.asking import TeamPick, team_question
 from app.services.training import TrainedModel, prediction_key, strategy_key
 from app.services.unit import ProjectView, ProjectWork
-from models import Concept, PoolPair, Reservation, Suggestion, utcnow
+from models import CheckQuestion, Concept, PoolPair, Reservation, Suggestion, utcnow
 from reasoning.strategies import Scores, Strategy, get_strategy
 from reasoning.strategies import select as select_rows
 
@@ -69,11 +71,50 @@ def _leased_elsewhere(session: Session, view: ProjectView, annotator: str | None
 
 
 @dataclass(frozen=True)
+class _Team:
+    """The team's question (consensus): its pick and its pool pair id (None: not a pool
+    pair, asked but neither logged nor leased)."""
+
+    pick: TeamPick
+    pair_id: int | None
+
+
+@dataclass(frozen=True)
 class _Choice:
     selection: Scores | None
-    pair_ids: list[int]
+    pair_ids: list[int]  # the team's pool pair first, then the strategy's
     undecided: int
     model: TrainedModel | None
+    team: _Team | None = None
+
+
+def _team(work: ProjectWork, annotator: str | None, outputs: Any, leased: set[int],
+          undecided: np.ndarray) -> tuple[_Team | None, np.ndarray]:
+    """In consensus, the team's question (:mod:`app.services.asking`) and the candidate new
+    pairs: undecided, not leased to others, never one ``annotator`` answered. In strict, no
+    team question, and every undecided pair not leased to others."""
+    state = work.state
+    candidates = undecided.copy()
+    if leased:
+        candidates &= ~np.isin(state.pool.ids, np.fromiter(leased, dtype=np.int64))
+    if work.project.policy != "consensus":
+        return None, candidates
+    proba = outputs.proba if outputs is not None else None
+    pick, mine = team_question(work, annotator, proba)
+    row_of = state.pool.row_of
+    for pair in mine:
+        row = row_of.get(pair)
+        if row is not None:
+            candidates[row] = False
+    if pick is None:
+        return None, candidates
+    row = row_of.get((pick.a, pick.b))
+    pair_id = int(state.pool.ids[row]) if row is not None else None
+    if pair_id is not None and pair_id in leased:
+        return None, candidates
+    if row is not None:
+        candidates[row] = False
+    return _Team(pick, pair_id), candidates
 
 
 def next_queries(work: ProjectWork, strategy: Strategy, k: int, annotator: str | None,
@@ -93,18 +134,18 @@ def next_queries(work: ProjectWork, strategy: Strategy, k: int, annotator: str |
         model = work.trainer.want(state, key) if key is not None else None
         undecided = state.values < 0
         leased = _leased_elsewhere(work.session, work, annotator, utcnow())
-        candidates = undecided.copy()
-        if leased:
-            candidates &= ~np.isin(state.pool.ids, np.fromiter(leased, dtype=np.int64))
-        if not candidates.any():
-            return _Choice(None, [], int(undecided.sum()), model)
         outputs = work.trainer.pool_outputs(state, model) if model is not None else None
+        team, candidates = _team(work, annotator, outputs, leased, undecided)
+        wanted = k - (team is not None)
+        team_ids = [] if team is None or team.pair_id is None else [team.pair_id]
+        if wanted <= 0 or not candidates.any():
+            return _Choice(None, team_ids, int(undecided.sum()), model, team)
         chosen = select_rows(strategy, closure=state.closure, pool=state.pool_index(),
                              X=state.pool.X, candidates=candidates,
-                             model=None, outputs=outputs, k=k,
+                             model=None, outputs=outputs, k=wanted,
                              random_state=state.label_events)
-        return _Choice(chosen, [int(state.pool.ids[r]) for r in chosen.rows.tolist()],
-                       int(undecided.sum()), model)
+        return _Choice(chosen, team_ids + [int(state.pool.ids[r]) for r in chosen.rows.tolist()],
+                       int(undecided.sum()), model, team)
 
     def store(work: ProjectWork, project: Any, choice: _Choice) -> NextQueries:
         return _reserve(work, choice, strategy.name, annotator, lease_seconds)
@@ -135,13 +176,17 @@ def _reserve(work: ProjectWork, choice: _Choice, strategy: str, annotator: str |
                                                   Reservation.annotator == annotator))
     queries = _queries(work, choice)
     reserved_until = None
+    logged = queries[1:] if choice.team is not None and choice.team.pair_id is None else queries
+    if choice.team is not None and choice.team.pick.check:
+        session.add(CheckQuestion(project_id=pid, a_id=choice.team.pick.a,
+                                  b_id=choice.team.pick.b, annotator=annotator, created_at=now))
     if choice.pair_ids:
         session.execute(insert(Suggestion), [
             {"project_id": pid, "pair_id": pair_id, "strategy": strategy,
              "score": q.score, "gain_positive": q.gain_if_positive,
              "gain_negative": q.gain_if_negative, "annotator": annotator,
              "version": state.version, "created_at": now}
-            for pair_id, q in zip(choice.pair_ids, queries, strict=True)])
+            for pair_id, q in zip(choice.pair_ids, logged, strict=True)])
         if annotator is not None:
             reserved_until = now + timedelta(seconds=lease_seconds)
             session.execute(insert(Reservation), [
@@ -155,10 +200,15 @@ def _reserve(work: ProjectWork, choice: _Choice, strategy: str, annotator: str |
 
 def _queries(view: ProjectView, choice: _Choice) -> list[Query]:
     chosen = choice.selection
-    if chosen is None:
-        return []
     state, name = view.state, view.state.name_of
     queries = []
+    if choice.team is not None:
+        pick = choice.team.pick
+        queries.append(Query(a=name[pick.a], b=name[pick.b], score=None, gain_if_positive=None,
+                             gain_if_negative=None,
+                             reason=cast(QueryReason, pick.reason)))
+    if chosen is None:
+        return queries
     for position, row in enumerate(chosen.rows.tolist()):
         a_id, b_id = state.pool.concepts[row].tolist()
         gp = None if chosen.gain_positive is None else chosen.gain_positive[position]

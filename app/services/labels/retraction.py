@@ -9,6 +9,7 @@ from app.errors import LabelNotFound
 from app.schemas import LabelRetracted, label_value
 from app.services.annotators import retract_label_answers
 from app.services.labels.store import Rewrite, prepare_rewrite, replay_live, rewrite
+from app.services.labels.withdrawing import withdraw_label
 from app.services.state import ProjectState
 from app.services.unit import ProjectWork
 from models import AssertedLabel, Project, utcnow
@@ -41,8 +42,12 @@ def _plan(state: ProjectState, label_id: int) -> _Plan:
 def retract_label(work: ProjectWork, label_id: int) -> LabelRetracted:
     """Retract a live label; the closure is recomputed from the remaining labels.
 
-    Returns the retracted label and how many pairs became undecided.
+    Returns the retracted label and how many pairs became undecided. In ``consensus`` every
+    answer behind the label is retracted instead, and the consensus computed again
+    (:func:`app.services.labels.withdrawing.withdraw_label`).
     """
+    if work.project.policy == "consensus":
+        return withdraw_label(work, label_id)
 
     def store(work: ProjectWork, project: Project, plan: _Plan) -> LabelRetracted:
         session, state = work.session, work.state

@@ -16,23 +16,14 @@ before execution (unknown concepts, a self pair, the budget) are raised as usual
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
-from pydantic import BaseModel
 from sqlalchemy import update
 
-from app.errors import (
-    BudgetExceeded,
-    BulkContradiction,
-    Contradiction,
-    InvalidItems,
-    UnknownConcepts,
-)
+from app.errors import BudgetExceeded, BulkContradiction
 from app.schemas import (
-    MAX_DECIDED_LISTED,
     BulkLabels,
     BulkLabelsCreated,
-    DecidedPair,
     LabelCreated,
     LabelIn,
     LabelRef,
@@ -40,13 +31,16 @@ from app.schemas import (
     label_value,
 )
 from app.services.annotators import record_answer, record_label_answers, record_refusal
-from app.services.labels.proofs import (
-    check_pair,
-    contradiction,
-    pair_problem,
-    proof_chains,
-    proof_refs,
+from app.services.labels.answering import post_answer, post_bulk_answers
+from app.services.labels.asserting import (
+    Planned,
+    created,
+    resolve_bulk,
+    store_label,
+    within_budget,
 )
+from app.services.labels.proofs import check_pair, contradiction, proof_chains, proof_refs
+from app.services.labels.results import Refused, Written
 from app.services.labels.store import (
     Encoded,
     cause_in_store,
@@ -55,7 +49,6 @@ from app.services.labels.store import (
     insert_labels,
     release,
     set_causes,
-    write_effects,
     write_encoded,
 )
 from app.services.state import LiveLabel, ProjectState
@@ -65,77 +58,22 @@ from reasoning.closure import Closure, ContradictionError, Label, Update
 
 __all__ = ["CANONICAL_MIN", "Refused", "Written", "post_bulk", "post_label", "within_budget"]
 
-M = TypeVar("M", bound=BaseModel)
-
-
-@dataclass(frozen=True)
-class Written(Generic[M]):
-    """A label write that went through: its answer, ``created`` (a bulk import always is),
-    or not (the one label posted was already asserted the same way)."""
-
-    answer: M
-    created: bool = True
-
-
-@dataclass(frozen=True)
-class Refused:
-    """A label write refused by the order: nothing asserted; ``error`` holds the proof."""
-
-    error: Contradiction | BulkContradiction
-
 
 # ---------------------------------------------------------------------------- one label
-@dataclass(frozen=True)
-class _Planned:
-    a_id: int
-    b_id: int
-    update: Update
-    was_decided: bool
-
-
 @dataclass(frozen=True)
 class _Found:
     live: LiveLabel  # the label, asserted the same way already
 
 
-def _decided(state: ProjectState, update: Update) -> list[DecidedPair]:
-    """The first :data:`MAX_DECIDED_LISTED` pairs ``update`` decided (an answer stays small)."""
-    name: dict[Any, str] = state.name_of
-    listed = [DecidedPair(a=name[a], b=name[b], label=label_value(True))
-              for a, b in update.pairs(True, MAX_DECIDED_LISTED)]
-    return listed + [DecidedPair(a=name[a], b=name[b], label=label_value(False))
-                     for a, b in update.pairs(False, MAX_DECIDED_LISTED - len(listed))]
-
-
-def _created(state: ProjectState, a: str, b: str, positive: bool, live: LiveLabel,
-             update: Update | None, answer_id: int | None = None,
-             annotator: str | None = None) -> LabelCreated:
-    n_positive = update.n_positive if update is not None else 0
-    n_negative = update.n_negative if update is not None else 0
-    total = n_positive + n_negative
-    rest = (f"/projects/{state.project_id}/labels?caused_by={live.id}&source=inferred"
-            if total > MAX_DECIDED_LISTED else None)
-    return LabelCreated(
-        id=live.id, answer_id=answer_id, a=a, b=b, label=label_value(positive),
-        annotator=live.annotator if answer_id is None else annotator,
-        created_at=live.created_at,
-        newly_decided=NewlyDecided(positive=n_positive, negative=n_negative),
-        decided=_decided(state, update) if update is not None else [],
-        decided_total=total, decided_rest=rest,
-    )
-
-
-def within_budget(work: ProjectWork, closure: Closure, a_id: int, b_id: int, positive: bool,
-                  what: str) -> None:
-    """Refuse, before the work, a label that would grow the closure past the budget."""
-    limit = work.limits.decided_pairs
-    if len(closure) >= limit - len(closure.concepts) ** 2:  # else no label can reach it
-        would_reach = len(closure) + closure.growth(a_id, b_id, positive)
-        if would_reach > limit:
-            raise BudgetExceeded("decided_pairs", limit, would_reach, what)
-
-
 def post_label(work: ProjectWork, body: LabelIn) -> Written[LabelCreated] | Refused:
+    """Apply one label by the project's policy: ``strict`` (:func:`post_strict`) or
+    ``consensus`` (:func:`app.services.labels.answering.post_answer`, never refused)."""
+    if work.project.policy == "consensus":
+        return post_answer(work, body)
+    return post_strict(work, body)
+
+
+def post_strict(work: ProjectWork, body: LabelIn) -> Written[LabelCreated] | Refused:
     """Apply one label: created, or found already asserted the same way, or refused.
 
     Raises :class:`UnknownConcepts`, :class:`InvalidLabel` or :class:`BudgetExceeded` before
@@ -144,7 +82,7 @@ def post_label(work: ProjectWork, body: LabelIn) -> Written[LabelCreated] | Refu
     """
     positive = body.positive
 
-    def compute(work: ProjectWork) -> _Planned | _Found | Refused:
+    def compute(work: ProjectWork) -> Planned | _Found | Refused:
         state = work.state
         a_id, b_id = check_pair(state, body.a, body.b)
         live = state.labels.get((a_id, b_id))
@@ -156,10 +94,10 @@ def post_label(work: ProjectWork, body: LabelIn) -> Written[LabelCreated] | Refu
             update = state.add_label(a_id, b_id, positive)
         except ContradictionError as exc:
             return Refused(contradiction(state, body.a, body.b, positive, exc))
-        return _Planned(a_id, b_id, update, was_decided)
+        return Planned(a_id, b_id, update, was_decided)
 
     def store(work: ProjectWork, project: Project,
-              plan: _Planned | _Found | Refused) -> Written[LabelCreated] | Refused:
+              plan: Planned | _Found | Refused) -> Written[LabelCreated] | Refused:
         state = work.state
         if isinstance(plan, _Found):
             return _found(work, project, body, plan.live)
@@ -167,11 +105,11 @@ def post_label(work: ProjectWork, body: LabelIn) -> Written[LabelCreated] | Refu
             record_refusal(work.session, project.id, state.id_of[body.a], state.id_of[body.b],
                            positive, body.annotator, body.source or "api")
             return plan
-        live = _store_label(work, project, body, plan)
+        live = store_label(work, project, body, plan)
         answer = record_answer(work.session, project.id, plan.a_id, plan.b_id, positive,
                                body.annotator, outcome="asserted", source=body.source or "api",
                                label_id=live.id)
-        return Written(_created(state, body.a, body.b, positive, live, plan.update, answer.id,
+        return Written(created(state, body.a, body.b, positive, live, plan.update, answer.id,
                                 body.annotator))
 
     return work.write(compute, store)
@@ -183,32 +121,13 @@ def _found(work: ProjectWork, project: Project, body: LabelIn,
     answer (200); another annotator's agreeing answer is kept (201)."""
     state = work.state
     if live.annotator == body.annotator:
-        return Written(_created(state, body.a, body.b, body.positive, live, None),
+        return Written(created(state, body.a, body.b, body.positive, live, None),
                        created=False)
     answer = record_answer(work.session, project.id, state.id_of[body.a], state.id_of[body.b],
                            body.positive, body.annotator, outcome="agreed",
                            source=body.source or "api", label_id=live.id)
-    return Written(_created(state, body.a, body.b, body.positive, live, None, answer.id,
+    return Written(created(state, body.a, body.b, body.positive, live, None, answer.id,
                             body.annotator))
-
-
-def _store_label(work: ProjectWork, project: Project, body: LabelIn,
-                 plan: _Planned) -> LiveLabel:
-    """Store the label and the lines it decided; the label as the state now holds it."""
-    state, session = work.state, work.session
-    project.version += 1
-    label = AssertedLabel(project_id=project.id, a_id=plan.a_id, b_id=plan.b_id,
-                          positive=body.positive, annotator=body.annotator, created_at=utcnow(),
-                          version=project.version)
-    session.add(label)
-    session.flush()
-    # decided before: the label whose effect holds the pair stays its cause
-    label.caused_by = cause_in_store(session, state.closure, project.id, plan.a_id,
-                                     plan.b_id, body.positive) if plan.was_decided else label.id
-    write_effects(session, project.id, [(label.id, plan.update)], state.closure.concepts)
-    release(session, state, [(plan.a_id, plan.b_id)])
-    state.remember_label(label)
-    return state.labels[(plan.a_id, plan.b_id)]
 
 
 # ---------------------------------------------------------------------------- bulk import
@@ -253,22 +172,6 @@ def _with_store_inputs(state: ProjectState, plan: _BulkPlan) -> _BulkPlan:
     return _BulkPlan(plan.closure, plan.items, _StoreInputs(
         [encode_update(u, concepts) for u in updates], causes,
         state.values_under(plan.closure)))
-
-
-def _resolve_bulk(state: ProjectState, labels: list[LabelIn]) -> list[tuple[int, int]]:
-    """The concept ids of every label's pair; every offending item listed in a 422."""
-    unknown: list[str] = []
-    errors: list[dict[str, Any]] = []
-    for index, item in enumerate(labels):
-        problem = pair_problem(state.id_of, item.a, item.b)
-        if problem is not None:
-            unknown.extend(problem.unknown)
-            errors.append({"index": index, "a": item.a, "b": item.b, "reason": problem.reason})
-    if unknown:
-        raise UnknownConcepts(unknown, errors)
-    if errors:
-        raise InvalidItems(errors, "labels")
-    return [(state.id_of[item.a], state.id_of[item.b]) for item in labels]
 
 
 CANONICAL_MIN = 200
@@ -320,12 +223,16 @@ def post_bulk(work: ProjectWork, body: BulkLabels,
     Labels are applied in the order given, to a copy of the closure; each contradiction (with
     the stored labels or with an earlier label of the import) is listed with its proof, and
     nothing is stored then (:class:`Refused`). A large import into a project without labels
-    is applied in the canonical order instead (:data:`CANONICAL_MIN`).
+    is applied in the canonical order instead (:data:`CANONICAL_MIN`). In ``consensus``
+    every label is an answer and nothing is refused
+    (:func:`app.services.labels.answering.post_bulk_answers`).
     """
+    if work.project.policy == "consensus":
+        return post_bulk_answers(work, body, source)
 
     def compute(work: ProjectWork) -> _BulkPlan | Refused:
         state = work.state
-        pairs = _resolve_bulk(state, body.labels)
+        pairs = resolve_bulk(state, body.labels)
         plan = _canonical(work, state, body.labels, pairs) or _in_order(work, body.labels, pairs)
         return plan if isinstance(plan, Refused) else _with_store_inputs(state, plan)
 
@@ -334,7 +241,7 @@ def post_bulk(work: ProjectWork, body: BulkLabels,
         if isinstance(plan, Refused):
             return plan
         ids = _store_bulk(work, project, plan, source)
-        return Written(_bulk_created(work.state, plan, ids))
+        return Written(_bulkcreated(work.state, plan, ids))
 
     return work.write(compute, store)
 
@@ -375,7 +282,7 @@ def _in_order(work: ProjectWork, labels: list[LabelIn],
     return _BulkPlan(closure, items)
 
 
-def _bulk_created(state: ProjectState, plan: _BulkPlan,
+def _bulkcreated(state: ProjectState, plan: _BulkPlan,
                   ids: dict[int, int]) -> BulkLabelsCreated:
     """The answer of a stored bulk import (``ids``: the new label id of each item index)."""
     new = [item for item in plan.items if item.update is not None]
