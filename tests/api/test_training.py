@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-import app.services.labels.writing as writing
+import app.services.labels.asserting as asserting
 import app.services.training as training
 from tests.api.conftest import assert_problem, label, new_project
 
@@ -112,7 +112,7 @@ def test_a_failure_after_the_closure_changed_invalidates_the_cache(
     def failing(*args: Any) -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(writing, "write_effects", failing)
+    monkeypatch.setattr(asserting, "write_effects", failing)
     broken = client.__class__(client.app, raise_server_exceptions=False)
     response = broken.post(f"/projects/{pid}/labels",
                            json={"a": "c1", "b": "c2", "label": "positive"})

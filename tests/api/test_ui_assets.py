@@ -13,7 +13,7 @@ from app.routes.docs import STATIC_DIR
 def test_the_ui_loads_dagre_from_the_service_under_its_policy(client: TestClient) -> None:
     page = client.get("/ui/")
     scripts = re.findall(r'<script src="([^"]+)"', page.text)
-    assert scripts == ["vendor/dagre/dagre.min.js", "map.js", "app.js"]
+    assert scripts == ["vendor/dagre/dagre.min.js", "map.js", "app.js", "review.js"]
     for script in scripts:
         response = client.get(f"/ui/{script}")
         assert response.status_code == 200, script
