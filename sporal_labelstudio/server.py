@@ -255,6 +255,7 @@ class Runner:
             self.worker.join(5)
             self.server.shutdown()
             self.server.server_close()
+            self._safely("the stop line", self.adapter.stopped)
 
     def _events(self) -> None:
         while not self.stopping.is_set():

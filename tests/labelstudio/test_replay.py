@@ -151,27 +151,65 @@ def test_a_contradiction_keeps_the_answer_shows_its_proof_and_is_retried(adapter
     assert "accepted" in ls.tasks[103]["sporal_note"]
 
 
-def test_the_window_retires_decided_tasks_with_the_proof_and_opens_new_ones(adapter) -> None:
+def test_the_window_retires_only_decided_tasks_and_refills_in_batched_calls(adapter) -> None:
     ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
     with adapter.state.session() as session:  # no captured task: the window starts empty
         session.query(TaskRow).delete()
     adapter.refresh()
-    fresh = adapter.state.tasks("open")
-    assert 1 <= len(fresh) <= 5 and all(t.task_id in ls.tasks for t in fresh)
-    assert all(t.prediction_id in ls.predictions for t in fresh)
-    scores = sorted(ls.predictions[t.prediction_id]["score"] for t in fresh)
-    assert scores[0] == 0.0  # the best question is served first
-    # answer one open task positively through sporal itself: pairs it decides get retired
-    target = fresh[0]
+    fresh = {t.task_id: t for t in adapter.state.tasks("open")}
+    assert len(fresh) == 5 and set(fresh) <= set(ls.tasks)
+    assert ls.calls.count("import_tasks") == 1  # the whole window in one call
+    ranked = sorted(fresh, key=lambda t: ls.scores[t])
+    assert all(0 < ls.scores[t] < 1 for t in fresh)
+    best = adapter.sporal.next(adapter.project, k=5, annotator=adapter.annotator).queries
+    assert [(fresh[t].a, fresh[t].b) for t in ranked] == [(q.a, q.b) for q in best]
+    # answer the best question through sporal itself
+    target = fresh[ranked[0]]
     adapter.sporal.post_label(adapter.project, target.a, target.b, "positive", annotator="else")
+    ls.calls.clear()
+    done = adapter.refresh()
+    now_open = {t.task_id for t in adapter.state.tasks("open")}
+    retired = set(fresh) - now_open
+    assert target.task_id in retired and set(ls.deleted) == retired
+    for task_id in retired:  # only tasks whose pairs sporal decided left the window
+        task = fresh[task_id]
+        assert adapter.sporal.pair_status(adapter.project, task.a, task.b).decided
+    for task_id in set(fresh) - retired:  # every undecided open task is still there
+        assert task_id in now_open and task_id in ls.tasks
+    assert len(now_open) == 5 and done.created == len(retired) == done.retired
+    assert ls.calls.count("import_tasks") == 1 and ls.calls.count("delete_unanswered_tasks") == 1
+    assert "update_task_data" not in ls.calls  # no note rewritten
+    assert not ls.annotations  # the bot annotates nothing
+    assert "pool pairs decided" in ls.description and "last sync" in ls.description
+
+
+def test_a_refusal_is_shown_to_its_annotator_on_the_open_tasks_until_they_answer(adapter):
+    template = next(p for p in PAYLOADS if p["action"] == "ANNOTATION_CREATED"
+                    and p["annotation"]["completed_by"] != BOT_USER)
+    ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
+    x, y, z = "concept 00", "concept 01", "concept 02"
+    with adapter.state.session() as session:
+        session.query(TaskRow).delete()
+        for task_id, (a, b) in {101: (x, y), 102: (y, z), 103: (x, z)}.items():
+            session.add(TaskRow(task_id=task_id, a=a, b=b, status="answered"))
+            ls.tasks[task_id] = {}
     adapter.refresh()
-    retired = {t.task_id: t for t in adapter.state.tasks("retired")}
-    assert target.task_id in retired
-    bot = ls.annotations[retired[target.task_id].bot_annotation_id]
-    assert bot["completed_by"] == BOT_USER
-    assert bot["result"][0]["value"]["choices"] == ["positive"]
-    note = ls.tasks[target.task_id]["sporal_note"]
-    assert "sporal decided this pair: positive (asserted)" in note
+    adapter.handle(_answer(template, 201, 101, (x, y), "positive"))
+    adapter.handle(_answer(template, 202, 102, (y, z), "positive"))
+    adapter.handle(_answer(template, 203, 103, (x, z), "negative", user=4))
+    adapter.refresh()
+    open_ids = [t.task_id for t in adapter.state.tasks("open")]
+    assert open_ids
+    for task_id in open_ids:
+        note = ls.tasks[task_id]["sporal_note"]
+        assert note.startswith("For user 4") and "refused annotation #203" in note
+        assert "annotation #201" in note and "annotation #202" in note  # the proof
+    # user 4 answers an open task: the note has been seen and goes
+    task = adapter.state.tasks("open")[0]
+    adapter.handle(_answer(template, 204, task.task_id, (task.a, task.b), "negative", user=4))
+    adapter.refresh()
+    assert all("refused" not in ls.tasks[t.task_id]["sporal_note"]
+               for t in adapter.state.tasks("open"))
 
 
 def test_the_reconcile_adopts_a_task_created_just_before_a_crash(adapter) -> None:

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from sporal_labelstudio import cli
-from sporal_labelstudio.adapter import SECRET_HEADER, Adapter
+from sporal_labelstudio.adapter import SECRET_HEADER, Adapter, Refreshed
 from sporal_labelstudio.server import Limits, Runner, WebhookServer
 
 SECRET = "s3cret-webhook-token"
@@ -51,7 +51,10 @@ class RecordingAdapter(Adapter):
     def reconcile(self) -> None:
         pass
 
-    def refresh(self) -> None:
+    def refresh(self) -> Refreshed:
+        return Refreshed(retired=0, created=0, rescored=0, notes=0, seconds=0.0)
+
+    def stopped(self) -> None:
         pass
 
 
