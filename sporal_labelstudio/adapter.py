@@ -226,24 +226,29 @@ class Adapter:
     def _update_config(self, ls_project: int, fields: dict[str, Any]) -> None:
         """Bring an adopted project to ``fields``. Label Studio refuses a labeling config that
         existing annotations do not fit (an earlier version's bot annotations wrote a text
-        area): those are withdrawn first; if it still refuses, the old config is kept."""
-        try:
-            self.ls.update_project(ls_project, **fields)
-            return
-        except LabelStudioError as error:
-            if error.status != 400:
-                raise
-        self.withdraw_bot_tasks(self.ls.export(ls_project))
-        try:
-            self.ls.update_project(ls_project, **fields)
-        except LabelStudioError as error:
-            if error.status != 400:
-                raise
-            rest = {k: v for k, v in fields.items() if k != "label_config"}
-            self.ls.update_project(ls_project, **rest)
-            self.config_kept = (f"Label Studio refused the new labeling config, so the "
-                                f"project keeps its own: {error}")
-            logger.warning("%s", self.config_kept)
+        area): those are withdrawn first; if it still refuses, the old config is kept. It
+        refuses a model version that no prediction has yet: the first refresh sets it."""
+        fields, withdrawn = dict(fields), False
+        while True:
+            try:
+                self.ls.update_project(ls_project, **fields)
+                return
+            except LabelStudioError as error:
+                if error.status != 400:
+                    raise
+                if "model_version" in fields and "model_version" in str(error):
+                    del fields["model_version"]
+                    self.state.put("model_version_pending", "1")
+                elif "label_config" in fields and not withdrawn:
+                    withdrawn = True
+                    self.withdraw_bot_tasks(self.ls.export(ls_project))
+                elif "label_config" in fields:
+                    del fields["label_config"]
+                    self.config_kept = ("Label Studio refused the new labeling config, so the "
+                                        f"project keeps its own: {error}")
+                    logger.warning("%s", self.config_kept)
+                else:
+                    raise
 
     def _setup_bot(self) -> None:
         bots = [u for u in self.ls.users() if u.get("email") == BOT_EMAIL]
@@ -557,6 +562,9 @@ class Adapter:
                 session.add(TaskRow(task_id=task_id, a=question.pair[0], b=question.pair[1],
                                     status="open", score=score, reason=question.reason,
                                     note=note))
+        if self.state.get("model_version_pending"):  # now that predictions of it exist
+            self.ls.update_project(self.ls_project, model_version=MODEL_VERSION)
+            self.state.put("model_version_pending", "")
 
     def _publish_notes(self) -> int:
         """Write the notes waiting for annotators into every open task; how many changed."""

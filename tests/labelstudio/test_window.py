@@ -40,11 +40,10 @@ def test_new_tasks_take_their_rank_between_the_held_ones_without_rescoring() -> 
 
 def test_held_tasks_in_another_order_than_sporals_are_ranked_again() -> None:
     plan = plan_window(held({"b": 0.4, "d": 0.8}), asked("d", "b", "x"), [], 3)
-    everything: dict[object, float] = dict(plan.rescore)
-    everything.update({q.pair: s for q, s in plan.create})
+    created = {q.pair: s for q, s in plan.create}
     assert set(plan.rescore) == {0, 1}
-    assert everything[1] < everything[0] < everything[("x", "X")]  # d, b, x
-    assert all(0 < s < 1 for s in everything.values())
+    assert plan.rescore[1] < plan.rescore[0] < created[("x", "X")]  # d, b, x
+    assert all(0 < s < 1 for s in [*plan.rescore.values(), *created.values()])
 
 
 def test_a_full_window_of_undecided_tasks_changes_nothing() -> None:
