@@ -9,6 +9,7 @@ in-memory fake; sporal is a real ``sporal serve`` on a temporary SQLite file.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 
 from benchmarks.serving import Server
 from sporal_labelstudio.adapter import Adapter
-from sporal_labelstudio.sporal_client import SporalClient
+from sporal_labelstudio.sporal_client import NextQueries, Query, SporalClient
 from sporal_labelstudio.state import State, TaskRow
 from tests.labelstudio.fake import BOT_USER, FakeLabelStudio
 from tests.labelstudio.harness import FIXTURES, order_project
@@ -268,3 +269,76 @@ def test_the_reconcile_asserts_again_a_label_retracted_behind_the_adapters_back(
     assert ("concept 07", "concept 08", "positive") not in asserted(adapter)
     adapter.reconcile()
     assert ("concept 07", "concept 08", "positive") in asserted(adapter)
+
+
+def test_answers_carry_their_source_only_where_sporal_records_answers(adapter, monkeypatch):
+    template = next(p for p in PAYLOADS if p["action"] == "ANNOTATION_CREATED"
+                    and p["annotation"]["completed_by"] != BOT_USER)
+    sent: list[str | None] = []
+    post = adapter.sporal.post_label
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        sent.append(kwargs.get("source"))
+        kwargs.pop("source", None)  # this service does not take it yet
+        return post(*args, **kwargs)
+
+    monkeypatch.setattr(adapter.sporal, "post_label", spy)
+    with adapter.state.session() as session:
+        session.add(TaskRow(task_id=801, a="concept 09", b="concept 10"))
+        session.add(TaskRow(task_id=802, a="concept 11", b="concept 12"))
+    adapter.handle(_answer(template, 811, 801, ("concept 09", "concept 10"), "positive"))
+    adapter._info = {**adapter.info, "policy": "consensus"}  # a service with answers
+    adapter.handle(_answer(template, 812, 802, ("concept 11", "concept 12"), "positive"))
+    assert sent == [None, "labelstudio"]
+
+
+def test_second_opinions_are_noted_and_stay_open_while_their_pair_is_decided(adapter,
+                                                                           monkeypatch):
+    ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
+    with adapter.state.session() as session:
+        session.query(TaskRow).delete()
+    a, b = "concept 00", "concept 01"
+    adapter.sporal.post_label(adapter.project, a, b, "positive", annotator="first")
+    real_next = adapter.sporal.next
+
+    def with_a_second_opinion(*args: Any, **kwargs: Any) -> NextQueries:
+        found = real_next(*args, **kwargs)
+        return NextQueries([Query(a, b, None, "second-opinion"), *found.queries],
+                           found.undecided, found.reserved_until)
+
+    monkeypatch.setattr(adapter.sporal, "next", with_a_second_opinion)
+    adapter.refresh()
+    task = next(t for t in adapter.state.tasks("open") if (t.a, t.b) == (a, b))
+    assert task.reason == "second-opinion"
+    assert ls.tasks[task.task_id]["sporal_note"].startswith("sporal asks for a second opinion")
+    monkeypatch.setattr(adapter.sporal, "next", real_next)  # no longer first in sporal's list
+    adapter.refresh()
+    assert task.task_id in {t.task_id for t in adapter.state.tasks("open")}  # not retired
+
+
+def test_a_failed_check_question_shows_the_definition_to_its_annotator(adapter, monkeypatch):
+    template = next(p for p in PAYLOADS if p["action"] == "ANNOTATION_CREATED"
+                    and p["annotation"]["completed_by"] != BOT_USER)
+    ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
+    post = adapter.sporal.post_label
+    monkeypatch.setattr(adapter.sporal, "post_label", lambda *args, **kwargs: dataclasses.replace(
+        post(*args, **kwargs), check_failed=True))
+    with adapter.state.session() as session:
+        session.query(TaskRow).delete()
+        session.add(TaskRow(task_id=901, a="concept 13", b="concept 14", status="answered"))
+    adapter.handle(_answer(template, 911, 901, ("concept 13", "concept 14"), "negative", user=7))
+    adapter.refresh()
+    notes = [ls.tasks[t.task_id]["sporal_note"] for t in adapter.state.tasks("open")]
+    assert notes and all(n.startswith("For user 7") and "directly or through other concepts"
+                         in n for n in notes)
+
+
+def test_tasks_show_descriptions_only_where_there_are_some_and_the_projects_question(adapter):
+    adapter._descriptions = {"concept 00": "Counting things.", "concept 01": None}
+    adapter._info = {**adapter.info, "question": "Must one know {a} to learn {b}?"}
+    data = adapter._task_data("concept 00", "concept 01")
+    assert data["question"] == "Must one know “concept 00” to learn “concept 01”?"
+    assert data["a_description"] == "concept 00: Counting things."
+    assert data["b_description"] == ""  # no "(no description)" line
+    adapter._info = {k: v for k, v in adapter.info.items() if k != "question"}
+    assert "directly or through other concepts" in adapter._task_data("x", "y")["question"]
