@@ -70,6 +70,7 @@ REASON_NOTES = {
     "disagreement": "Annotators disagree on this pair: your answer helps settle it.",
 }
 DESCRIBE_EVERY = 60.0  # seconds between health lines when nothing else changed
+DESCRIBE_AFTER = 5.0  # seconds at least between two descriptions (a PATCH of the project)
 
 # The alias makes Label Studio write sporal's own label words into value.choices. The note is
 # a Text (read-only); the question and the descriptions come from the task's data.
@@ -586,14 +587,16 @@ class Adapter:
 
     def _describe(self, undecided: int, stopped: bool = False) -> None:
         """The project's description: its identity, sporal's progress, the adapter's health
-        (written when the progress changes, and at least every minute while it runs)."""
+        (written when the progress changes, at most every few seconds, and at least every
+        minute while it runs)."""
         pool = int(self.info.get("counts", {}).get("pool_pairs") or 0)
         answers = len(self.state.annotations("asserted"))
         progress = (f"sporal's progress: {pool - undecided} of {pool} pool pairs decided, "
                     f"{undecided} to go; {answers} answers from this project hold in sporal.")
-        if (not stopped and progress == self._described[0]
-                and time.monotonic() - self._described[1] < DESCRIBE_EVERY):
-            return
+        since = time.monotonic() - self._described[1]
+        if not stopped and since < (DESCRIBE_EVERY if progress == self._described[0]
+                                    else DESCRIBE_AFTER):
+            return  # the next refresh writes it (the timer refreshes well within a minute)
         now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         health = (f"Adapter stopped at {now}: answers wait in Label Studio until it runs "
                   "again." if stopped else f"Adapter: last sync {now}.")
