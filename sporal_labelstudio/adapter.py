@@ -391,6 +391,9 @@ class Adapter:
             row = session.get(AnnotationRow, annotation_id)
             if row is not None:
                 row.status, row.sporal_label_id, row.problem = "asserted", created.id, None
+            message = session.get(MessageRow, user) if user is not None else None
+            if message is not None and message.annotation_id == annotation_id:
+                session.delete(message)  # the refusal it told of is over: accepted now
         if created.check_failed:
             self._tell(user, annotation_id, f"Your answer on {a!r} → {b!r} ({label}) suggests "
                        f"another reading of the question. {DEFINITION}")

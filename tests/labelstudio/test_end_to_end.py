@@ -257,6 +257,7 @@ def test_two_annotators_decide_the_pool_through_label_studio(world: dict[str, An
              and all(f"refused annotation #{refused_id}" in t["data"]["sporal_note"]
                      for t in tasks), "the refusal on the open tasks", 30, 0.1)
     served = annotators[1].get(f"/api/projects/{lsp}/next").json()
+    assert not served["predictions"]  # sporal's rank is not shown to annotators
     shown = served["data"]["sporal_note"]
     assert f"refused annotation #{refused_id}" in shown and "annotation #" in shown.split(
         "contradicts", 1)[1], shown  # the refusal and the annotations of its proof

@@ -146,10 +146,13 @@ def test_a_contradiction_keeps_the_answer_shows_its_proof_and_is_retried(adapter
     assert "annotation #201" in note and "annotation #202" in note  # who asserted the proof
     assert (x, z, "negative") not in asserted(adapter)
 
+    assert [m.annotation_id for m in adapter.state.messages()] == [203]  # told to user 4
+
     adapter.handle({"action": "ANNOTATIONS_DELETED", "annotations": [{"id": 202}]})
     assert (y, z, "positive") not in asserted(adapter)
     assert (x, z, "negative") in asserted(adapter)  # retried after the retraction
     assert "accepted" in ls.tasks[103]["sporal_note"]
+    assert not adapter.state.messages()  # the refusal is over: nothing more to tell
 
 
 def test_the_window_retires_only_decided_tasks_and_refills_in_batched_calls(adapter) -> None:
