@@ -197,7 +197,7 @@ class Adapter:
         return f"Questions chosen by sporal project {self.project} at {self.sporal.url}."
 
     def setup(self, webhook_url: str, title: str | None = None) -> int:
-        """Create or adopt the Label Studio project, the bot user and the webhook.
+        """Create or adopt the Label Studio project and its webhook.
 
         Running it again changes nothing but what drifted (config, sampling, webhook). A
         project made by an earlier version gets the current labeling config; should Label
@@ -252,10 +252,10 @@ class Adapter:
                     raise
 
     def _setup_bot(self) -> None:
+        """The bot user of earlier versions, whose annotations are withdrawn (none is made
+        now: the adapter annotates nothing)."""
         bots = [u for u in self.ls.users() if u.get("email") == BOT_EMAIL]
-        bot = bots[0] if bots else self.ls.create_user(
-            email=BOT_EMAIL, username="sporal-bot", first_name="sporal", last_name="bot")
-        self.state.put("bot_user", str(bot["id"]))
+        self.state.put("bot_user", str(bots[0]["id"]) if bots else "0")
 
     def _setup_webhook(self, ls_project: int, webhook_url: str) -> None:
         secret = self.secret or secrets.token_hex(24)
