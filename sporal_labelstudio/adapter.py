@@ -254,7 +254,10 @@ class Adapter:
     def _setup_bot(self) -> None:
         """The bot user of earlier versions, whose annotations are withdrawn (none is made
         now: the adapter annotates nothing)."""
-        bots = [u for u in self.ls.users() if u.get("email") == BOT_EMAIL]
+        users = self.ls.users()
+        self._users = {int(u["id"]): str(u.get("email") or u.get("username") or "")
+                       for u in users}  # names for the notes to annotators
+        bots = [u for u in users if u.get("email") == BOT_EMAIL]
         self.state.put("bot_user", str(bots[0]["id"]) if bots else "0")
 
     def _setup_webhook(self, ls_project: int, webhook_url: str) -> None:
@@ -367,7 +370,9 @@ class Adapter:
             self.retry_conflicts("retraction-" + "-".join(map(str, retracted)))
 
     def _assert(self, annotation_id: int, a: str, b: str, label: str, user: int | None,
-                key: str) -> bool:
+                key: str, tell: bool = True) -> bool:
+        """Post the answer; a refusal is stored, noted in its task and (``tell``) shown to its
+        annotator on the open tasks."""
         annotator = f"labelstudio:{self.ls_project}:user:{user}"
         # A service that records every answer (it has a policy) takes their source too.
         source = "labelstudio" if "policy" in self.info else None
@@ -382,9 +387,11 @@ class Adapter:
                 if row is not None:
                     row.status, row.problem = "conflict", json.dumps(error.problem)
                 task_id = row.task_id if row is not None else None
+            if tell:  # first, before Label Studio serves the annotator a next task
+                self._tell(user, annotation_id, note)
+                self._publish_notes()
             if task_id is not None:
                 self._write_note(task_id, note)
-            self._tell(user, annotation_id, note)
             logger.info("annotation %s refused: %s", annotation_id, note)
             return False
         with self.state.session() as session:
@@ -397,6 +404,7 @@ class Adapter:
         if created.check_failed:
             self._tell(user, annotation_id, f"Your answer on {a!r} → {b!r} ({label}) suggests "
                        f"another reading of the question. {DEFINITION}")
+            self._publish_notes()
         return True
 
     def _tell(self, user: int | None, annotation_id: int, text: str) -> None:
@@ -442,7 +450,8 @@ class Adapter:
                 continue
             key = (f"labelstudio:{self.ls_project}:annotation:{row.annotation_id}:"
                    f"{row.updated_at}:{reason}")
-            if self._assert(row.annotation_id, task.a, task.b, row.label, row.user_id, key):
+            if self._assert(row.annotation_id, task.a, task.b, row.label, row.user_id, key,
+                            tell=False):  # refused again: its annotator knows already
                 self._write_note(task.task_id, "sporal accepted this answer after a retraction.")
 
     # ------------------------------------------------------------------ notes
@@ -574,7 +583,9 @@ class Adapter:
         """Write the notes waiting for annotators into every open task; how many changed."""
         messages = self.state.messages()
         written = 0
-        for task in self.state.tasks("open"):
+        # Lowest score first: the tasks Label Studio serves next get the notes first.
+        for task in sorted(self.state.tasks("open"),
+                           key=lambda t: (t.score is None, t.score or 0.0, t.task_id)):
             note = self._open_note(task.reason, messages)
             if note != task.note:
                 self._write_note(task.task_id, note)

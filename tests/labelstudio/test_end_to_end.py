@@ -246,17 +246,27 @@ def test_two_annotators_decide_the_pool_through_label_studio(world: dict[str, An
                                  json={"result": choice(wrong)})
     refused.raise_for_status()
     refused_id = refused.json()["id"]
+
+    def refusal_everywhere() -> bool:
+        tasks = [t for t in admin.export(lsp) if not t.get("annotations")]
+        return bool(tasks) and all(f"refused annotation #{refused_id}" in t["data"]["sporal_note"]
+                                   for t in tasks)
+
+    # the next task Label Studio serves its annotator, asked for as the editor does: at once
+    first = annotators[1].get(f"/api/projects/{lsp}/next").json()
+    at_once = f"refused annotation #{refused_id}" in first["data"]["sporal_note"]
     note = wait_for(lambda: (n := admin.task(task.task_id)["data"].get("sporal_note", ""))
                     and f"refused annotation #{refused_id}" in n and n, "the proof in the task")
     behind = [int(x) for x in re.findall(r"annotation #(\d+) \(task", note)]
     assert behind, note  # the proof names the Label Studio annotations behind it
     assert status(task.a, task.b)["status"] == found["status"]  # the refused answer is kept out
 
-    # ... and the next task Label Studio serves its annotator shows the refusal with its proof
-    wait_for(lambda: (tasks := [t for t in admin.export(lsp) if not t.get("annotations")])
-             and all(f"refused annotation #{refused_id}" in t["data"]["sporal_note"]
-                     for t in tasks), "the refusal on the open tasks", 30, 0.1)
+    # ... shows the refusal with its proof (when the machine was too slow to write it before
+    # Label Studio answered the POST, it does once written: Label Studio serves the annotator
+    # the same task, which it locked for them, with its data as it is now)
+    wait_for(refusal_everywhere, "the refusal on the open tasks", 30, 0.1)
     served = annotators[1].get(f"/api/projects/{lsp}/next").json()
+    assert served["id"] == first["id"]
     assert not served["predictions"]  # sporal's rank is not shown to annotators
     shown = served["data"]["sporal_note"]
     assert f"refused annotation #{refused_id}" in shown and "annotation #" in shown.split(
@@ -319,6 +329,7 @@ def test_two_annotators_decide_the_pool_through_label_studio(world: dict[str, An
                "delay_p99_ms": round(float(np.percentile(delays, 99)) * 1000, 1),
                "delay_max_ms": round(max(delays) * 1000, 1),
                "tasks_touched_per_answer": touched,
+               "refusal_on_the_next_task_served_at_once": at_once,
                **refresh_figures(adapter.log),
                "bot_annotations": sum(1 for t in admin.export(lsp) for x in t["annotations"]
                                       if _by(x) == bot)}

@@ -191,6 +191,18 @@ def test_a_full_queue_answers_503_with_retry_after() -> None:
         assert httpx.get(f"{url}/health").json()["queue"] == 0
 
 
+def test_an_answer_waits_until_its_event_is_applied_but_no_longer_than_the_bound() -> None:
+    with running(Limits(answer_within=0.5)) as (runner, adapter, url):
+        assert post(url, event(1)).status_code == 200
+        assert adapter.forwarded == [(1, 3)]  # applied before Label Studio got the answer
+        adapter.gate.clear()  # the next forward takes long
+        started = time.monotonic()
+        assert post(url, event(2)).status_code == 200
+        assert 0.5 <= time.monotonic() - started < 3 and adapter.forwarded == [(1, 3)]
+        adapter.gate.set()
+        wait_for(lambda: adapter.forwarded == [(1, 3), (2, 3)])  # applied all the same
+
+
 def test_health_and_events_are_503_once_the_worker_has_stopped() -> None:
     worker = threading.Thread(target=lambda: None)
     worker.start()
