@@ -324,7 +324,7 @@ class Adapter:
             row.updated_at, row.label, row.user_id = stamp, label, user
             row.sporal_label_id, row.problem = None, None
             row.status = "cancelled" if annotation.get("was_cancelled") else "empty"
-            if task.status in ("open", "deleted"):
+            if task.status in ("open", "deleted", "retired"):
                 task.status = "answered"
             if user is not None:  # a note shown to this annotator has been seen: it goes
                 message = session.get(MessageRow, user)
@@ -700,6 +700,7 @@ class Adapter:
         only the bot annotated is deleted, from any other the bot's annotation goes."""
         bot = self.bot_user
         only_bot: list[int] = []
+        answered: set[int] = set()
         for task in exported:
             annotations = task.get("annotations") or []
             mine = [int(a["id"]) for a in annotations
@@ -709,6 +710,7 @@ class Adapter:
             if len(mine) == len(annotations):
                 only_bot.append(int(task["id"]))
             else:
+                answered.add(int(task["id"]))
                 for annotation_id in mine:
                     self.ls.delete_annotation(annotation_id)
         if only_bot:
@@ -717,8 +719,12 @@ class Adapter:
             for row in session.scalars(select(TaskRow).where(
                     TaskRow.bot_annotation_id.is_not(None))):
                 row.bot_annotation_id = None
-                row.status = "deleted" if row.task_id in only_bot else (
-                    "open" if row.status == "retired" else row.status)
+                if row.task_id in only_bot:
+                    row.status = "deleted"
+                elif row.task_id in answered:
+                    row.status = "answered"
+                elif row.status == "retired":
+                    row.status = "open"
         if only_bot:
             logger.info("withdrew %d tasks the bot had retired", len(only_bot))
 

@@ -345,3 +345,49 @@ def test_tasks_show_descriptions_only_where_there_are_some_and_the_projects_ques
     assert data["b_description"] == ""  # no "(no description)" line
     adapter._info = {k: v for k, v in adapter.info.items() if k != "question"}
     assert "directly or through other concepts" in adapter._task_data("x", "y")["question"]
+
+
+def test_the_reconcile_withdraws_the_bot_retirements_of_an_earlier_version(adapter) -> None:
+    ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
+    template = next(p for p in PAYLOADS if p["action"] == "ANNOTATION_CREATED"
+                    and p["annotation"]["completed_by"] != BOT_USER)
+    human = _answer(template, 1202, 1101, ("concept 15", "concept 16"), "positive")["annotation"]
+    bot = {"id": 1201, "completed_by": BOT_USER, "result": [], "updated_at": "x"}
+    bot_too = {**bot, "id": 1203}
+    with adapter.state.session() as session:
+        session.query(TaskRow).delete()
+        session.add(TaskRow(task_id=1100, a="concept 13", b="concept 14", status="retired",
+                            bot_annotation_id=1201))
+        session.add(TaskRow(task_id=1101, a="concept 15", b="concept 16", status="retired",
+                            bot_annotation_id=1203))
+    for task_id in (1100, 1101):
+        ls.tasks[task_id] = {}
+    ls.annotations[1203] = {"task": 1101}
+    ls.exported = [{"id": 1100, "annotations": [bot], "predictions": [], "data": {}},
+                   {"id": 1101, "annotations": [bot_too, human], "predictions": [],
+                    "data": {}}]
+    adapter.reconcile()
+    assert ls.deleted[0] == 1100  # only the bot had annotated it: the task goes
+    assert 1101 in ls.tasks and 1203 not in ls.annotations  # the bot's annotation goes
+    tasks = {t.task_id: t for t in adapter.state.tasks()}
+    assert tasks[1100].status == "deleted" and tasks[1101].status == "answered"
+    assert all(t.bot_annotation_id is None for t in tasks.values())
+    assert ("concept 15", "concept 16", "positive") in asserted(adapter)
+
+
+def test_a_state_file_of_the_earlier_version_is_read(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "earlier.db"
+    with sqlite3.connect(path) as db:  # the tasks table as the earlier version made it
+        db.execute("CREATE TABLE tasks (task_id INTEGER PRIMARY KEY, a TEXT NOT NULL, "
+                   "b TEXT NOT NULL, status VARCHAR(16) NOT NULL, prediction_id INTEGER, "
+                   "score FLOAT, bot_annotation_id INTEGER, note TEXT NOT NULL)")
+        db.execute("INSERT INTO tasks VALUES (7, 'x', 'y', 'open', NULL, 0.5, NULL, '')")
+    state = State(path)
+    try:
+        [task] = state.tasks()
+        assert (task.task_id, task.reason, task.status) == (7, "new", "open")
+        assert state.messages() == []
+    finally:
+        state.dispose()
