@@ -408,8 +408,8 @@ class Adapter:
         return True
 
     def _tell(self, user: int | None, annotation_id: int, text: str) -> None:
-        """Show ``text`` to ``user`` on every open task until they answer again (the next
-        refresh writes it, so the next task Label Studio serves them carries it)."""
+        """Show ``text`` to ``user`` on every open task until they answer again (written by
+        :meth:`_publish_notes`, so the next task Label Studio serves them carries it)."""
         if user is None or user == self.bot_user:
             return
         text = f"For {self._user_name(user)}: {text}"
