@@ -391,3 +391,18 @@ def test_a_state_file_of_the_earlier_version_is_read(tmp_path: Path) -> None:
         assert state.messages() == []
     finally:
         state.dispose()
+
+
+def test_the_description_says_sporals_progress_and_when_the_adapter_stopped(adapter) -> None:
+    ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
+    with adapter.state.session() as session:
+        session.query(TaskRow).delete()
+    adapter.refresh()
+    counts = adapter.sporal.project(adapter.project)["counts"]
+    pool, undecided = counts["pool_pairs"], counts["undecided_pool_pairs"]
+    lines = ls.description.split("\n")
+    assert lines[0] == adapter.identity()  # how setup finds the project again
+    assert lines[1].startswith(f"sporal's progress: {pool - undecided} of {pool} pool pairs")
+    assert lines[2].startswith("Adapter: last sync ")
+    adapter.stopped()
+    assert ls.description.split("\n")[2].startswith("Adapter stopped at ")
