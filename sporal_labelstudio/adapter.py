@@ -7,18 +7,24 @@ in order, so that the state file (:mod:`sporal_labelstudio.state`) never sees tw
 - an annotation created or updated → ``POST labels`` with an ``Idempotency-Key`` made of the
   annotation's identity and ``updated_at`` (an event seen twice changes nothing); its previous
   label, if the answer changed, is retracted first;
-- a 409 contradiction → the annotation is kept, the problem stored, and the proof written into
-  the task, naming the Label Studio annotations behind the asserted labels;
+- a 409 contradiction → the annotation is kept, the problem stored, the proof written into the
+  task, naming the Label Studio annotations behind the asserted labels, and the refusal shown to
+  its annotator on the open tasks until they answer again (so the next task Label Studio serves
+  them carries it); an answer that fails a check question shows the definition the same way;
 - a deleted annotation → ``DELETE labels/{id}`` (unless another annotation asserts the same
   label), then every stored conflict is tried again;
-- the window: the ``W`` best questions of ``next?annotator=labelstudio:<project>&k=W`` are open
-  tasks, ranked by a prediction score (Label Studio's "Uncertainty sampling" serves the lowest
-  first); open tasks that sporal has decided are retired with an annotation of a bot user whose
-  note shows the proof (tasks are never deleted: an annotator holding one would lose the work),
-  and tasks that left the window are set aside the same way; a retired task whose pair is asked
-  again is reopened by deleting the bot's annotation;
+- the window (:mod:`sporal_labelstudio.window`): ``W`` open tasks from
+  ``next?annotator=labelstudio:<project>&k=W``, ranked by a prediction score that Label Studio's
+  "Uncertainty sampling" reads (lowest first; predictions are hidden from annotators). It is
+  stable: an open task leaves only when sporal has decided its pair (deleted, in one call, and
+  only while nobody has annotated it: it never counts as anyone's work), new tasks only fill the
+  free places (one import), and scores change only when sporal's order of the open tasks does
+  (two calls). Questions sporal asks as a second opinion or on a disagreement stay open until
+  answered, with a note saying why;
+- the project's description says sporal's progress and when the adapter last synced;
 - the reconcile: Label Studio sends each webhook once, with a 1 s timeout and no retry, and none
   for imported annotations, so the export is compared with the state at start and periodically.
+  Tasks that an earlier version retired with a bot annotation are withdrawn there.
 """
 
 from __future__ import annotations
@@ -27,21 +33,24 @@ import json
 import logging
 import secrets
 import threading
-from datetime import datetime
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
 
-from sporal_labelstudio.ls_client import LabelStudioClient
+from sporal_labelstudio.ls_client import LabelStudioClient, LabelStudioError
 from sporal_labelstudio.sporal_client import (
     Contradiction,
     LabelRef,
-    PairStatus,
     SporalClient,
 )
-from sporal_labelstudio.state import AnnotationRow, State, TaskRow
+from sporal_labelstudio.state import AnnotationRow, MessageRow, State, TaskRow
+from sporal_labelstudio.window import Asked, Held, plan_window
 
-__all__ = ["Adapter", "LABEL_CONFIG", "MODEL_VERSION", "WEBHOOK_ACTIONS", "parse_label"]
+__all__ = ["Adapter", "DEFAULT_QUESTION", "LABEL_CONFIG", "MODEL_VERSION", "Refreshed",
+           "WEBHOOK_ACTIONS", "parse_label"]
 
 logger = logging.getLogger("sporal.labelstudio")
 
@@ -51,21 +60,29 @@ SECRET_HEADER = "X-Sporal-Secret"
 WEBHOOK_ACTIONS = ["ANNOTATION_CREATED", "ANNOTATIONS_CREATED", "ANNOTATION_UPDATED",
                    "ANNOTATIONS_DELETED"]
 FROM_NAME = "prerequisite"
-NOTE_NAME = "sporal_note"
+DEFAULT_QUESTION = "Is {a} needed before {b}, directly or through other concepts?"
+DEFINITION = ("What the question asks: answer Yes when B cannot be learned without A, whether "
+              "B needs A directly or through other concepts (A before C and C before B is a "
+              "Yes); answer No only when B can be learned without A at all.")
+REASON_NOTES = {
+    "second-opinion": "sporal asks for a second opinion on this pair: an earlier answer may be "
+                      "wrong. Answer as you see it.",
+    "disagreement": "Annotators disagree on this pair: your answer helps settle it.",
+}
+DESCRIBE_EVERY = 60.0  # seconds between health lines when nothing else changed
+DESCRIBE_AFTER = 5.0  # seconds at least between two descriptions (a PATCH of the project)
 
-# The alias makes Label Studio write sporal's own label words into value.choices.
+# The alias makes Label Studio write sporal's own label words into value.choices. The note is
+# a Text (read-only); the question and the descriptions come from the task's data.
 LABEL_CONFIG = """<View>
-  <Header value="Is A a prerequisite of B?"/>
   <Text name="question" value="$question"/>
   <Text name="a_description" value="$a_description"/>
   <Text name="b_description" value="$b_description"/>
   <Choices name="prerequisite" toName="question" choice="single" required="true" showInline="true">
-    <Choice value="Yes: A is a prerequisite of B" alias="positive" hotkey="y"/>
+    <Choice value="Yes" alias="positive" hotkey="y"/>
     <Choice value="No" alias="negative" hotkey="n"/>
   </Choices>
-  <Header value="sporal" size="6"/>
   <Text name="note" value="$sporal_note"/>
-  <TextArea name="sporal_note" toName="question" editable="false" perRegion="false"/>
 </View>"""
 
 
@@ -101,6 +118,21 @@ def _stamp(updated_at: Any) -> str:
         return text
 
 
+@dataclass(frozen=True)
+class Refreshed:
+    """What one refresh of the window did."""
+
+    retired: int  # decided tasks taken out
+    created: int  # new tasks that refill the window
+    rescored: int  # open tasks given a new rank (their order changed)
+    notes: int  # tasks whose note was written
+    seconds: float
+
+    @property
+    def touched(self) -> int:
+        return self.retired + self.created
+
+
 class Adapter:
     """Keeps one Label Studio project and one sporal project in step.
 
@@ -131,6 +163,10 @@ class Adapter:
         # Label Studio; this lock keeps two forwards of the same annotation apart.
         self.lock = threading.RLock()
         self._descriptions: dict[str, str | None] | None = None
+        self._info: dict[str, Any] | None = None
+        self._users: dict[int, str] = {}
+        self._described: tuple[str, float] = ("", 0.0)
+        self.config_kept: str | None = None  # why setup kept an older labeling config
 
     # ------------------------------------------------------------------ setup
     @property
@@ -148,39 +184,83 @@ class Adapter:
     def secret(self) -> str:
         return self.state.get("secret") or ""
 
-    def setup(self, webhook_url: str, title: str | None = None) -> int:
-        """Create or adopt the Label Studio project, the bot user and the webhook.
+    @property
+    def info(self) -> dict[str, Any]:
+        """sporal's project (read once; the reconcile reads it again)."""
+        if self._info is None:
+            self._info = self.sporal.project(self.project)
+        return self._info
 
-        Running it again changes nothing but what drifted (config, sampling, webhook).
-        Returns the Label Studio project id.
+    def identity(self) -> str:
+        """The description's first line: which sporal project a Label Studio project serves, so
+        that setup adopts it (after a lost state file) and never another server's."""
+        return f"Questions chosen by sporal project {self.project} at {self.sporal.url}."
+
+    def setup(self, webhook_url: str, title: str | None = None) -> int:
+        """Create or adopt the Label Studio project and its webhook.
+
+        Running it again changes nothing but what drifted (config, sampling, webhook). A
+        project made by an earlier version gets the current labeling config; should Label
+        Studio refuse it, the old one is kept and :attr:`config_kept` says why. Returns the
+        Label Studio project id.
         """
-        info = self.sporal.project(self.project)
-        title = title or f"sporal #{self.project}: {info['name']}"[:50]
-        # The description says which sporal project a Label Studio project belongs to, so
-        # that setup adopts it (after a lost state file) and never another server's.
-        description = f"Questions chosen by sporal project {self.project} at {self.sporal.url}."
+        title = title or f"sporal #{self.project}: {self.info['name']}"[:50]
         fields = {"label_config": LABEL_CONFIG, "sampling": "Uncertainty sampling",
                   "model_version": MODEL_VERSION, "maximum_annotations": 1,
-                  "show_skip_button": True, "description": description}
+                  "show_skip_button": True, "show_collab_predictions": False}
         known = self.state.get("ls_project")
         found = [p for p in self.ls.projects()
-                 if (known and p["id"] == int(known))
-                 or (not known and p.get("description") == description)]
+                 if (known and p["id"] == int(known)) or (not known and str(
+                     p.get("description") or "").split("\n")[0] == self.identity())]
         if found:
             ls_project = int(found[0]["id"])
-            self.ls.update_project(ls_project, **fields)
+            self.state.put("ls_project", str(ls_project))
+            self._update_config(ls_project, fields)
         else:
-            ls_project = int(self.ls.create_project(title=title, **fields)["id"])
-            # "sampling" and "model_version" are honoured only by an update in some versions
-            self.ls.update_project(ls_project, sampling=fields["sampling"],
-                                   model_version=MODEL_VERSION)
-        self.state.put("ls_project", str(ls_project))
+            ls_project = int(self.ls.create_project(
+                title=title, description=self.identity(), **fields)["id"])
+            self.state.put("ls_project", str(ls_project))
+        self._setup_bot()
+        self._setup_webhook(ls_project, webhook_url)
+        return ls_project
 
-        bots = [u for u in self.ls.users() if u.get("email") == BOT_EMAIL]
-        bot = bots[0] if bots else self.ls.create_user(
-            email=BOT_EMAIL, username="sporal-bot", first_name="sporal", last_name="bot")
-        self.state.put("bot_user", str(bot["id"]))
+    def _update_config(self, ls_project: int, fields: dict[str, Any]) -> None:
+        """Bring an adopted project to ``fields``. Label Studio refuses a labeling config that
+        existing annotations do not fit (an earlier version's bot annotations wrote a text
+        area): those are withdrawn first; if it still refuses, the old config is kept. It
+        refuses a model version that no prediction has yet: the first refresh sets it."""
+        fields, withdrawn = dict(fields), False
+        while True:
+            try:
+                self.ls.update_project(ls_project, **fields)
+                return
+            except LabelStudioError as error:
+                if error.status != 400:
+                    raise
+                if "model_version" in fields and "model_version" in str(error):
+                    del fields["model_version"]
+                    self.state.put("model_version_pending", "1")
+                elif "label_config" in fields and not withdrawn:
+                    withdrawn = True
+                    self.withdraw_bot_tasks(self.ls.export(ls_project))
+                elif "label_config" in fields:
+                    del fields["label_config"]
+                    self.config_kept = ("Label Studio refused the new labeling config, so the "
+                                        f"project keeps its own: {error}")
+                    logger.warning("%s", self.config_kept)
+                else:
+                    raise
 
+    def _setup_bot(self) -> None:
+        """The bot user of earlier versions, whose annotations are withdrawn (none is made
+        now: the adapter annotates nothing)."""
+        users = self.ls.users()
+        self._users = {int(u["id"]): str(u.get("email") or u.get("username") or "")
+                       for u in users}  # names for the notes to annotators
+        bots = [u for u in users if u.get("email") == BOT_EMAIL]
+        self.state.put("bot_user", str(bots[0]["id"]) if bots else "0")
+
+    def _setup_webhook(self, ls_project: int, webhook_url: str) -> None:
         secret = self.secret or secrets.token_hex(24)
         self.state.put("secret", secret)
         hook = {"project": ls_project, "url": webhook_url, "send_payload": True,
@@ -192,7 +272,6 @@ class Adapter:
             self.ls.update_webhook(int(hooks[0]["id"]), **hook)
         else:
             self.ls.create_webhook(**hook)
-        return ls_project
 
     # ------------------------------------------------------------------ events
     def handle(self, payload: dict[str, Any]) -> None:
@@ -245,8 +324,13 @@ class Adapter:
             row.updated_at, row.label, row.user_id = stamp, label, user
             row.sporal_label_id, row.problem = None, None
             row.status = "cancelled" if annotation.get("was_cancelled") else "empty"
-            if task.status == "open":
+            if task.status in ("open", "deleted", "retired"):
                 task.status = "answered"
+            if user is not None:  # a note shown to this annotator has been seen: it goes
+                message = session.get(MessageRow, user)
+                if (message is not None and message.published
+                        and message.annotation_id != annotation_id):
+                    session.delete(message)
         retracted = previous is not None and self._release(previous, annotation_id)
         if label is not None:
             self._assert(annotation_id, a, b, label, user,
@@ -265,8 +349,10 @@ class Adapter:
             with self.state.session() as session:
                 bot_task = session.scalars(select(TaskRow).where(
                     TaskRow.bot_annotation_id == annotation_id)).first()
-                if bot_task is not None:  # someone deleted the bot's retirement
-                    bot_task.bot_annotation_id, bot_task.status = None, "open"
+                if bot_task is not None:  # an earlier version's retirement went
+                    bot_task.bot_annotation_id = None
+                    if bot_task.status == "retired":
+                        bot_task.status = "open"
                 row = session.get(AnnotationRow, annotation_id)
                 if row is None or row.status == "deleted":
                     continue
@@ -284,11 +370,16 @@ class Adapter:
             self.retry_conflicts("retraction-" + "-".join(map(str, retracted)))
 
     def _assert(self, annotation_id: int, a: str, b: str, label: str, user: int | None,
-                key: str) -> bool:
+                key: str, tell: bool = True) -> bool:
+        """Post the answer; a refusal is stored, noted in its task and (``tell``) shown to its
+        annotator on the open tasks."""
         annotator = f"labelstudio:{self.ls_project}:user:{user}"
+        # A service that records every answer (it has a policy) takes their source too.
+        source = "labelstudio" if "policy" in self.info else None
         try:
             created = self.sporal.post_label(self.project, a, b, label,  # type: ignore[arg-type]
-                                             annotator=annotator, idempotency_key=key)
+                                             annotator=annotator, idempotency_key=key,
+                                             source=source)
         except Contradiction as error:
             note = self._conflict_note(annotation_id, a, b, label, error)
             with self.state.session() as session:
@@ -296,6 +387,9 @@ class Adapter:
                 if row is not None:
                     row.status, row.problem = "conflict", json.dumps(error.problem)
                 task_id = row.task_id if row is not None else None
+            if tell:  # first, before Label Studio serves the annotator a next task
+                self._tell(user, annotation_id, note)
+                self._publish_notes()
             if task_id is not None:
                 self._write_note(task_id, note)
             logger.info("annotation %s refused: %s", annotation_id, note)
@@ -304,7 +398,37 @@ class Adapter:
             row = session.get(AnnotationRow, annotation_id)
             if row is not None:
                 row.status, row.sporal_label_id, row.problem = "asserted", created.id, None
+            message = session.get(MessageRow, user) if user is not None else None
+            if message is not None and message.annotation_id == annotation_id:
+                session.delete(message)  # the refusal it told of is over: accepted now
+        if created.check_failed:
+            self._tell(user, annotation_id, f"Your answer on {a!r} → {b!r} ({label}) suggests "
+                       f"another reading of the question. {DEFINITION}")
+            self._publish_notes()
         return True
+
+    def _tell(self, user: int | None, annotation_id: int, text: str) -> None:
+        """Show ``text`` to ``user`` on every open task until they answer again (written by
+        :meth:`_publish_notes`, so the next task Label Studio serves them carries it)."""
+        if user is None or user == self.bot_user:
+            return
+        text = f"For {self._user_name(user)}: {text}"
+        with self.state.session() as session:
+            earlier = session.get(MessageRow, user)
+            if earlier is not None and not earlier.published:
+                text = f"{earlier.text}\n\n{text}"  # not shown yet: both are
+            session.merge(MessageRow(user_id=user, annotation_id=annotation_id, text=text,
+                                     published=False))
+
+    def _user_name(self, user: int) -> str:
+        if user not in self._users:
+            try:
+                self._users = {int(u["id"]): str(u.get("email") or u.get("username") or "")
+                               for u in self.ls.users()}
+            except LabelStudioError:
+                logger.warning("could not read Label Studio's users", exc_info=True)
+        name = self._users.get(user)
+        return f"user {user} ({name})" if name else f"user {user}"
 
     def _release(self, label_id: int, annotation_id: int) -> bool:
         """Retract ``label_id`` unless another live annotation asserts it too."""
@@ -326,7 +450,8 @@ class Adapter:
                 continue
             key = (f"labelstudio:{self.ls_project}:annotation:{row.annotation_id}:"
                    f"{row.updated_at}:{reason}")
-            if self._assert(row.annotation_id, task.a, task.b, row.label, row.user_id, key):
+            if self._assert(row.annotation_id, task.a, task.b, row.label, row.user_id, key,
+                            tell=False):  # refused again: its annotator knows already
                 self._write_note(task.task_id, "sporal accepted this answer after a retraction.")
 
     # ------------------------------------------------------------------ notes
@@ -351,11 +476,6 @@ class Adapter:
                 "answer; sporal retries it after any retraction.")
         return "\n".join([head, *self._proof_lines(error.proof, error.chains)])
 
-    def _decided_note(self, status: PairStatus) -> str:
-        head = (f"sporal decided this pair: {status.status} ({status.source}), so it is no "
-                "longer asked. Proof:")
-        return "\n".join([head, *self._proof_lines(status.proof, status.chains)])
-
     def _write_note(self, task_id: int, note: str) -> None:
         with self.state.session() as session:
             task = session.get(TaskRow, task_id)
@@ -369,91 +489,141 @@ class Adapter:
         if self._descriptions is None:
             self._descriptions = self.sporal.concepts(self.project)
         describe = self._descriptions
-        return {"question": f"Is “{a}” a prerequisite of “{b}”?",
-                "a_description": f"A = {a}: {describe.get(a) or '(no description)'}",
-                "b_description": f"B = {b}: {describe.get(b) or '(no description)'}",
+        template = str(self.info.get("question") or DEFAULT_QUESTION)
+        question = template.replace("{a}", f"“{a}”").replace("{b}", f"“{b}”")
+        return {"question": question,  # descriptions only where there are some
+                "a_description": f"{a}: {describe[a]}" if describe.get(a) else "",
+                "b_description": f"{b}: {describe[b]}" if describe.get(b) else "",
                 "sporal_note": note, "sporal_pair": {"project": self.project, "a": a, "b": b}}
 
+    def _open_note(self, reason: str, messages: list[MessageRow]) -> str:
+        """An open task's note: why it is asked (if not as a new question), then the notes
+        waiting for annotators."""
+        parts = [REASON_NOTES[reason]] if reason in REASON_NOTES else []
+        return "\n\n".join([*parts, *(m.text for m in messages)])
+
     # ------------------------------------------------------------------ the window
-    def refresh(self) -> None:
-        """Retire decided tasks, then make the ``W`` best questions the open tasks."""
+    def refresh(self) -> Refreshed:
+        """Retire the open tasks sporal has decided, refill the window with its best questions
+        and keep Label Studio's order sporal's (see :mod:`sporal_labelstudio.window`)."""
+        started = time.monotonic()
         questions = self.sporal.next(self.project, k=self.window, annotator=self.annotator,
                                      strategy=self.strategy)
         if questions.reserved_until is not None:
             now = datetime.now(questions.reserved_until.tzinfo)
             self.lease_seconds = (questions.reserved_until - now).total_seconds()
-        wanted = {(q.a, q.b): rank / max(self.window, 1)
-                  for rank, q in enumerate(questions.queries)}
-        for task in self.state.tasks("open"):
-            status = self.sporal.pair_status(self.project, task.a, task.b)
-            if status.decided:
-                self._retire(task, self._decided_note(status), status.status)
-            elif (task.a, task.b) not in wanted:
-                self._retire(task, "Set aside: sporal now asks other questions first; it "
-                             "reopens this task when the pair is asked again.", None)
-        by_pair = {(t.a, t.b): t for t in self.state.tasks()}
-        for (a, b), score in wanted.items():
-            known = by_pair.get((a, b))
-            if known is None:
-                self._open(a, b, score)
-                continue
-            task = known
-            if task.status == "answered" and not self._has_label(task.task_id):
-                self._open(a, b, score)  # skipped or refused there: ask it in a new task
-                continue
-            if task.status == "retired":
-                self._reopen(task)
-            if task.status != "answered" and task.score != score and task.prediction_id:
-                self.ls.update_prediction(task.prediction_id, score)
-                with self.state.session() as session:
-                    row = session.get(TaskRow, task.task_id)
+        asked = [Asked((q.a, q.b), q.reason) for q in questions.queries]
+        listed = {q.pair for q in asked}
+        rows = self.state.tasks("open")
+        held = [Held(t.task_id, (t.a, t.b), t.score, t.reason) for t in rows]
+        decided = {(t.a, t.b) for t in rows if t.reason == "new" and (t.a, t.b) not in listed
+                   and self.sporal.pair_status(self.project, t.a, t.b).decided}
+        plan = plan_window(held, asked, decided, self.window)
+        self._retire(plan.retire)
+        self._rescore(plan.rescore)
+        self._create(plan.create)
+        notes = self._publish_notes()
+        self._describe(questions.undecided)
+        done = Refreshed(retired=len(plan.retire), created=len(plan.create),
+                         rescored=len(plan.rescore), notes=notes,
+                         seconds=time.monotonic() - started)
+        if done.touched or done.rescored or done.notes:
+            logger.info("refresh: %d retired, %d created, %d rescored, %d notes in %.0f ms",
+                        done.retired, done.created, done.rescored, done.notes,
+                        done.seconds * 1000)
+        return done
+
+    def _retire(self, task_ids: list[int]) -> None:
+        """Take decided tasks out of Label Studio in one call: only those nobody has
+        annotated (an annotation that raced the call keeps its task, which the event that
+        brings it marks answered)."""
+        if not task_ids:
+            return
+        self.ls.delete_unanswered_tasks(self.ls_project, task_ids)
+        with self.state.session() as session:
+            for task_id in task_ids:
+                row = session.get(TaskRow, task_id)
+                if row is not None and row.status == "open":
+                    row.status = "deleted"
+
+    def _rescore(self, scores: dict[int, float]) -> None:
+        if not scores:
+            return
+        self.ls.set_scores(self.ls_project, scores, MODEL_VERSION)
+        with self.state.session() as session:
+            for task_id, score in scores.items():
+                row = session.get(TaskRow, task_id)
+                if row is not None:
+                    row.score = score
+
+    def _create(self, create: list[tuple[Asked, float]]) -> None:
+        """The new tasks with their scores, in one import."""
+        if not create:
+            return
+        messages = self.state.messages()
+        notes = [self._open_note(q.reason, messages) for q, _ in create]
+        tasks = [{"data": self._task_data(q.pair[0], q.pair[1], note),
+                  "predictions": [{"result": [], "score": score,
+                                   "model_version": MODEL_VERSION}]}
+                 for (q, score), note in zip(create, notes, strict=True)]
+        ids = self.ls.import_tasks(self.ls_project, tasks)
+        if len(ids) != len(create):  # the reconcile adopts them from the export
+            logger.warning("Label Studio created %d tasks of %d", len(ids), len(create))
+            return
+        with self.state.session() as session:
+            for task_id, (question, score), note in zip(ids, create, notes, strict=True):
+                session.add(TaskRow(task_id=task_id, a=question.pair[0], b=question.pair[1],
+                                    status="open", score=score, reason=question.reason,
+                                    note=note))
+        if self.state.get("model_version_pending"):  # now that predictions of it exist
+            self.ls.update_project(self.ls_project, model_version=MODEL_VERSION)
+            self.state.put("model_version_pending", "")
+
+    def _publish_notes(self) -> int:
+        """Write the notes waiting for annotators into every open task; how many changed."""
+        messages = self.state.messages()
+        written = 0
+        # Lowest score first: the tasks Label Studio serves next get the notes first.
+        for task in sorted(self.state.tasks("open"),
+                           key=lambda t: (t.score is None, t.score or 0.0, t.task_id)):
+            note = self._open_note(task.reason, messages)
+            if note != task.note:
+                self._write_note(task.task_id, note)
+                written += 1
+        fresh = [m.user_id for m in messages if not m.published]
+        if fresh:
+            with self.state.session() as session:
+                for user in fresh:
+                    row = session.get(MessageRow, user)
                     if row is not None:
-                        row.score = score
+                        row.published = True
+        return written
 
-    def _has_label(self, task_id: int) -> bool:
-        with self.state.session() as session:
-            return session.scalars(select(AnnotationRow).where(
-                AnnotationRow.task_id == task_id,
-                AnnotationRow.status == "asserted")).first() is not None
+    def _describe(self, undecided: int, stopped: bool = False) -> None:
+        """The project's description: its identity, sporal's progress, the adapter's health
+        (written when the progress changes, at most every few seconds, and at least every
+        minute while it runs)."""
+        pool = int(self.info.get("counts", {}).get("pool_pairs") or 0)
+        answers = len(self.state.annotations("asserted"))
+        progress = (f"sporal's progress: {pool - undecided} of {pool} pool pairs decided, "
+                    f"{undecided} to go; {answers} answers from this project hold in sporal.")
+        since = time.monotonic() - self._described[1]
+        if not stopped and since < (DESCRIBE_EVERY if progress == self._described[0]
+                                    else DESCRIBE_AFTER):
+            return  # the next refresh writes it (the timer refreshes well within a minute)
+        now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        health = (f"Adapter stopped at {now}: answers wait in Label Studio until it runs "
+                  "again." if stopped else f"Adapter: last sync {now}.")
+        lines = [self.identity(), progress, health]
+        if self.config_kept:
+            lines.append(self.config_kept)
+        self.ls.update_project(self.ls_project, description="\n".join(lines))
+        self._described = (progress, time.monotonic())
 
-    def _open(self, a: str, b: str, score: float) -> None:
-        created = self.ls.create_task(self.ls_project, self._task_data(a, b))
-        task_id = int(created["id"])
-        with self.state.session() as session:
-            session.add(TaskRow(task_id=task_id, a=a, b=b, status="open", note=""))
-        prediction = self.ls.create_prediction(task_id, score, MODEL_VERSION)
-        with self.state.session() as session:
-            row = session.get(TaskRow, task_id)
-            if row is not None:
-                row.prediction_id, row.score = int(prediction["id"]), score
-
-    def _retire(self, task: TaskRow, note: str, label: str | None) -> None:
-        with self.state.session() as session:
-            current = session.get(TaskRow, task.task_id)
-            if current is None or current.status != "open":
-                return  # answered meanwhile: the event worker has it
-        result: list[dict[str, Any]] = [{
-            "from_name": NOTE_NAME, "to_name": "question", "type": "textarea",
-            "value": {"text": [note]}}]
-        if label is not None:
-            result.insert(0, {"from_name": FROM_NAME, "to_name": "question", "type": "choices",
-                              "value": {"choices": [label]}})
-        annotation = self.ls.create_annotation(task.task_id, result, completed_by=self.bot_user)
-        with self.state.session() as session:
-            row = session.get(TaskRow, task.task_id)
-            if row is not None:
-                row.status, row.bot_annotation_id = "retired", int(annotation["id"])
-        self._write_note(task.task_id, note)
-
-    def _reopen(self, task: TaskRow) -> None:
-        if task.bot_annotation_id is not None:
-            self.ls.delete_annotation(task.bot_annotation_id)
-        with self.state.session() as session:
-            row = session.get(TaskRow, task.task_id)
-            if row is not None:
-                row.status, row.bot_annotation_id = "open", None
-        self._write_note(task.task_id, "")
-        task.status = "open"
+    def stopped(self) -> None:
+        """Say in the project's description that the adapter stopped (a clean stop)."""
+        counts = self.sporal.project(self.project).get("counts", {})
+        self._describe(int(counts.get("undecided_pool_pairs") or 0), stopped=True)
 
     # ------------------------------------------------------------------ reconcile
     def _adopt(self, task: dict[str, Any]) -> TaskRow | None:
@@ -482,6 +652,7 @@ class Adapter:
         Answers keep arriving while the export is read, so only what the state knew before
         the export can count as deleted, and an older version of an annotation changes nothing.
         """
+        self._info = None  # the question wording, the policy and the pool may have changed
         known = {t.task_id: t for t in self.state.tasks()}
         recorded = {r.annotation_id for r in self.state.annotations() if r.status != "deleted"}
         exported = self.ls.export(self.ls_project)
@@ -506,8 +677,56 @@ class Adapter:
         gone = sorted(recorded - present)
         if gone:
             self.deleted(gone)
+        self._track_tasks(exported)
+        self.withdraw_bot_tasks(exported)
         self._repair_labels()
         self.refresh()
+
+    def _track_tasks(self, exported: list[dict[str, Any]]) -> None:
+        """Open tasks deleted in Label Studio leave the window; a task taken for deleted that
+        is still there (annotated while it was being retired) is answered."""
+        there = {int(t["id"]): bool(t.get("annotations")) for t in exported}
+        with self.state.session() as session:
+            for row in session.scalars(select(TaskRow).where(
+                    TaskRow.status.in_(("open", "deleted")))):
+                if row.task_id not in there:
+                    row.status = "deleted"
+                elif row.status == "deleted":
+                    row.status = "answered" if there[row.task_id] else "open"
+
+    def withdraw_bot_tasks(self, exported: list[dict[str, Any]]) -> None:
+        """Withdraw the annotations of the bot (an earlier version retired tasks with them, so
+        that Label Studio counted them as done and their answers went stale): a task that
+        only the bot annotated is deleted, from any other the bot's annotation goes."""
+        bot = self.bot_user
+        only_bot: list[int] = []
+        answered: set[int] = set()
+        for task in exported:
+            annotations = task.get("annotations") or []
+            mine = [int(a["id"]) for a in annotations
+                    if _user_id(a.get("completed_by")) == bot]
+            if not mine:
+                continue
+            if len(mine) == len(annotations):
+                only_bot.append(int(task["id"]))
+            else:
+                answered.add(int(task["id"]))
+                for annotation_id in mine:
+                    self.ls.delete_annotation(annotation_id)
+        if only_bot:
+            self.ls.delete_tasks(self.ls_project, only_bot)
+        with self.state.session() as session:
+            for row in session.scalars(select(TaskRow).where(
+                    TaskRow.bot_annotation_id.is_not(None))):
+                row.bot_annotation_id = None
+                if row.task_id in only_bot:
+                    row.status = "deleted"
+                elif row.task_id in answered:
+                    row.status = "answered"
+                elif row.status == "retired":
+                    row.status = "open"
+        if only_bot:
+            logger.info("withdrew %d tasks the bot had retired", len(only_bot))
 
     def _repair_labels(self) -> None:
         """Assert again the answers whose sporal label is gone (retracted outside the adapter)."""

@@ -55,6 +55,8 @@ def setup(
     adapter = _adapter(sporal_url, sporal_key, project, ls_url, ls_token, window, state)
     ls_project = adapter.setup(webhook_url or f"http://{listen}/webhook")
     typer.echo(f"Label Studio project {ls_project}: {ls_url.rstrip('/')}/projects/{ls_project}")
+    if adapter.config_kept:
+        typer.echo(adapter.config_kept, err=True)
 
 
 @labelstudio.command()

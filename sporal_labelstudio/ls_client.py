@@ -3,7 +3,10 @@
 Authentication is Label Studio's legacy token (``Authorization: Token T``; a project's admin
 starts Label Studio with ``--user-token T --enable-legacy-api-token``). Every method maps to
 one documented route of Label Studio 1.23 (``/api/projects``, ``/api/tasks``,
-``/api/predictions``, ``/api/annotations``, ``/api/webhooks``, ``/api/users``).
+``/api/predictions``, ``/api/annotations``, ``/api/webhooks``, ``/api/users``); the window's
+changes are batched: tasks with their predictions in one import (``/api/projects/{id}/import``),
+scores in one predictions import, and deletions in one Data Manager action (``/api/dm/actions``)
+over the listed task ids only.
 """
 
 from __future__ import annotations
@@ -97,6 +100,43 @@ class LabelStudioClient:
 
     def update_task_data(self, task_id: int, data: dict[str, Any]) -> dict[str, Any]:
         return dict(self._call("PATCH", f"/api/tasks/{task_id}", json={"data": data}))
+
+    def import_tasks(self, project_id: int, tasks: list[dict[str, Any]]) -> list[int]:
+        """Create ``tasks`` (each ``{"data", "predictions"}``) in one call; their ids, in order."""
+        body = self._call("POST", f"/api/projects/{project_id}/import",
+                          params={"return_task_ids": "true"}, json=tasks)
+        return [int(i) for i in body.get("task_ids") or []]
+
+    def _action(self, project_id: int, action: str, task_ids: list[int],
+                filters: dict[str, Any] | None = None) -> int:
+        """Run a Data Manager action on exactly ``task_ids``; how many items it processed."""
+        if not task_ids:  # never an empty selection: Label Studio's default selects all
+            return 0
+        body: dict[str, Any] = {"selectedItems": {"all": False, "included": list(task_ids)}}
+        if filters is not None:
+            body["filters"] = filters
+        answer = self._call("POST", "/api/dm/actions",
+                            params={"id": action, "project": project_id}, json=body)
+        return int((answer or {}).get("processed_items") or 0)
+
+    def delete_unanswered_tasks(self, project_id: int, task_ids: list[int]) -> int:
+        """Delete those of ``task_ids`` that have no annotation yet (one call)."""
+        return self._action(project_id, "delete_tasks", task_ids, filters={
+            "conjunction": "and", "items": [{"filter": "filter:tasks:total_annotations",
+                                            "operator": "equal", "type": "Number", "value": 0}]})
+
+    def delete_tasks(self, project_id: int, task_ids: list[int]) -> int:
+        """Delete ``task_ids`` with whatever they hold (one call)."""
+        return self._action(project_id, "delete_tasks", task_ids)
+
+    def set_scores(self, project_id: int, scores: dict[int, float], model_version: str) -> None:
+        """Give each task of ``scores`` one prediction with that score (two calls)."""
+        if not scores:
+            return
+        self._action(project_id, "delete_tasks_predictions", list(scores))
+        self._call("POST", f"/api/projects/{project_id}/import/predictions", json=[
+            {"task": task, "result": [], "score": score, "model_version": model_version}
+            for task, score in scores.items()])
 
     def create_prediction(self, task_id: int, score: float, model_version: str) -> dict[str, Any]:
         return dict(self._call("POST", "/api/predictions", json={

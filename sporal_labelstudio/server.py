@@ -1,7 +1,10 @@
 """``sporal labelstudio run``: the webhook endpoint and the one worker that applies events.
 
 Label Studio posts each webhook once and waits at most a second, so the endpoint only checks
-the shared secret and the event's shape, queues the payload and answers 200; the worker applies
+the shared secret and the event's shape, queues the payload and answers 200 once the worker has
+applied it or ``answer_within`` seconds have passed, whichever comes first (Label Studio answers
+the annotator's POST only after the webhook, so the editor's next task already carries what the
+event changed, such as a refusal's note; a slow event is applied all the same); the worker applies
 the queue in order, refreshes the window after each burst of events and on a timer shorter than
 sporal's lease, and reconciles from the export at start and every ``reconcile_every`` seconds.
 
@@ -39,6 +42,7 @@ MAX_DEPTH = 64
 QUEUE_SIZE = 1000
 READ_TIMEOUT = 10.0
 RETRY_AFTER = 5
+ANSWER_WITHIN = 0.8  # Label Studio waits 1 s for a webhook's answer
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
@@ -59,6 +63,7 @@ class Limits:
     queue_size: int = QUEUE_SIZE  # events waiting for the worker
     read_timeout: float = READ_TIMEOUT  # seconds a request may take to arrive
     retry_after: int = RETRY_AFTER  # seconds, in a 503's Retry-After
+    answer_within: float = ANSWER_WITHIN  # seconds an answer waits for its event's applying
 
 
 class Refused(Exception):
@@ -115,7 +120,28 @@ class WebhookServer(ThreadingHTTPServer):
         self.events = events
         self.worker = worker
         self.limits = limits or Limits()
+        self._progress = threading.Condition()
+        self._queued = 0  # events this endpoint queued
+        self._applied = 0  # events the worker finished
         super().__init__(address, _Handler)
+
+    def enqueue(self, payload: dict[str, Any]) -> int:
+        """Queue ``payload`` (``queue.Full`` when the queue is); its place in the sequence."""
+        with self._progress:
+            self.events.put_nowait(payload)
+            self._queued += 1
+            return self._queued
+
+    def applied_one(self) -> None:
+        """The worker finished an event."""
+        with self._progress:
+            self._applied += 1
+            self._progress.notify_all()
+
+    def wait_applied(self, place: int, timeout: float) -> bool:
+        """Wait until the event at ``place`` is applied, at most ``timeout`` seconds."""
+        with self._progress:
+            return self._progress.wait_for(lambda: self._applied >= place, timeout)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         logger.warning("webhook request from %s failed", client_address, exc_info=True)
@@ -131,10 +157,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
         try:
             payload = self._event()
-            self._queue(payload)
+            place = self._queue(payload)
         except Refused as refused:
             self._answer(refused.status, {"detail": refused.detail}, refused.headers)
             return
+        self.server.wait_applied(place, self.server.limits.answer_within)
         self._answer(200, {})
         logger.debug("webhook %.64r queued", payload["action"])
 
@@ -177,12 +204,12 @@ class _Handler(BaseHTTPRequestHandler):
             raise Refused(413, f"the body is over {limit} bytes")
         return int(value)
 
-    def _queue(self, payload: dict[str, Any]) -> None:
+    def _queue(self, payload: dict[str, Any]) -> int:
         busy = {"Retry-After": str(self.server.limits.retry_after)}
         if not self.server.worker.is_alive():
             raise Refused(503, "the event worker has stopped", busy)
         try:
-            self.server.events.put_nowait(payload)
+            return self.server.enqueue(payload)
         except queue.Full:
             logger.warning("event queue full (%d); refused %.64r, a reconcile recovers it",
                            self.server.events.maxsize, payload["action"])
@@ -255,6 +282,7 @@ class Runner:
             self.worker.join(5)
             self.server.shutdown()
             self.server.server_close()
+            self._safely("the stop line", self.adapter.stopped)
 
     def _events(self) -> None:
         while not self.stopping.is_set():
@@ -263,6 +291,7 @@ class Runner:
             except queue.Empty:
                 continue
             self._apply(payload)
+            self.server.applied_one()
             self.changed.set()
 
     def _apply(self, payload: Any) -> None:

@@ -123,6 +123,7 @@ class Label:
     label: LabelValue
     annotator: str | None
     replayed: bool
+    check_failed: bool = False  # a "no" to a check question: show the definition again
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,7 @@ class Query:
     a: str
     b: str
     score: float | None
+    reason: str = "new"  # "new", "second-opinion" or "disagreement"
 
 
 @dataclass(frozen=True)
@@ -229,7 +231,8 @@ class SporalClient:
         body = self._request("GET", f"/projects/{project_id}/next", params=params).json()
         until = body.get("reserved_until")
         return NextQueries(
-            queries=[Query(q["a"], q["b"], q.get("score")) for q in body["queries"]],
+            queries=[Query(q["a"], q["b"], q.get("score"), q.get("reason") or "new")
+                     for q in body["queries"]],
             undecided=int(body["undecided"]),
             reserved_until=datetime.fromisoformat(until) if until else None)
 
@@ -259,18 +262,24 @@ class SporalClient:
 
     # ------------------------------------------------------------------ writing
     def post_label(self, project_id: int, a: str, b: str, label: LabelValue, *,
-                   annotator: str | None = None, idempotency_key: str | None = None) -> Label:
+                   annotator: str | None = None, idempotency_key: str | None = None,
+                   source: str | None = None) -> Label:
         """Assert ``(a, b, label)``; raises :class:`Contradiction` on a 409 ``contradiction``.
 
         With ``idempotency_key`` a retry (even one after a crash, with the same key and
-        body) replays the first answer instead of asserting twice.
+        body) replays the first answer instead of asserting twice. ``source`` (such as
+        ``"labelstudio"``) is sent only when given: a service that records answers takes it.
         """
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        payload: dict[str, Any] = {"a": a, "b": b, "label": label, "annotator": annotator}
+        if source is not None:
+            payload["source"] = source
         response = self._request("POST", f"/projects/{project_id}/labels", headers=headers,
-                                 json={"a": a, "b": b, "label": label, "annotator": annotator})
+                                 json=payload)
         body = response.json()
         return Label(id=int(body["id"]), a=body["a"], b=body["b"], label=body["label"],
-                     annotator=body.get("annotator"), replayed=response.status_code == 200)
+                     annotator=body.get("annotator"), replayed=response.status_code == 200,
+                     check_failed=bool(body.get("check_failed")))
 
     # ------------------------------------------------------------------ texts, links, jobs
     def add_links(self, project_id: int, links: list[tuple[str, str]], *,

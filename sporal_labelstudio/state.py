@@ -1,10 +1,12 @@
 """The adapter's own state, in a SQLite file through SQLAlchemy: it survives restarts.
 
-Three tables: ``settings`` (the Label Studio project, bot user and webhook secret that ``setup``
-chose), ``tasks`` (Label Studio task ↔ sporal pair, and whether the task is open, retired by the
-bot or answered) and ``annotations`` (Label Studio annotation ↔ sporal label id, with the
-``updated_at`` last forwarded, so that an event seen twice changes nothing, and the stored
-problem of a refused answer).
+Four tables: ``settings`` (the Label Studio project, bot user and webhook secret that ``setup``
+chose), ``tasks`` (Label Studio task ↔ sporal pair, why sporal asked it, and whether the task is
+open, answered, deleted from the window, or retired by the bot of an earlier version),
+``annotations`` (Label Studio annotation ↔ sporal label id, with the ``updated_at`` last
+forwarded, so that an event seen twice changes nothing, and the stored problem of a refused
+answer) and ``messages`` (a note for one annotator, such as a refusal and its proof, shown on
+the open tasks until that annotator answers again).
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from typing import Any
 from sqlalchemy import ForeignKey, String, Text, create_engine, event, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-__all__ = ["AnnotationRow", "Base", "SettingRow", "State", "TaskRow"]
+__all__ = ["AnnotationRow", "Base", "MessageRow", "SettingRow", "State", "TaskRow"]
 
-# Task statuses: "open" (in the window), "retired" (annotated by the bot), "answered".
+# Task statuses: "open" (in the window), "answered", "deleted" (decided and unanswered: taken
+# out of Label Studio), "retired" (annotated by the bot: earlier versions; withdrawn now).
 # Annotation statuses: "asserted" (a live sporal label), "conflict" (refused with a 409, kept
 # to retry after a retraction), "cancelled" (skipped), "empty" (no yes/no), "deleted".
 
@@ -47,6 +50,17 @@ class TaskRow(Base):
     score: Mapped[float | None] = mapped_column(nullable=True)
     bot_annotation_id: Mapped[int | None] = mapped_column(nullable=True)
     note: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    reason: Mapped[str] = mapped_column(String(32), nullable=False, default="new",
+                                        server_default="new")
+
+
+class MessageRow(Base):
+    __tablename__ = "messages"
+
+    user_id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    annotation_id: Mapped[int] = mapped_column(nullable=False)  # the answer it is about
+    text: Mapped[str] = mapped_column(Text, nullable=False)
+    published: Mapped[bool] = mapped_column(nullable=False, default=False)
 
 
 class AnnotationRow(Base):
@@ -81,6 +95,11 @@ class State:
             cursor.close()
 
         Base.metadata.create_all(self.engine)
+        with self.engine.begin() as connection:  # a state file of an earlier version
+            columns = {row[1] for row in connection.exec_driver_sql("PRAGMA table_info(tasks)")}
+            if "reason" not in columns:
+                connection.exec_driver_sql(
+                    "ALTER TABLE tasks ADD COLUMN reason VARCHAR(32) NOT NULL DEFAULT 'new'")
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @contextmanager
@@ -111,6 +130,10 @@ class State:
             if status is not None:
                 query = query.where(AnnotationRow.status == status)
             return list(session.scalars(query))
+
+    def messages(self) -> list[MessageRow]:
+        with self.session() as session:
+            return list(session.scalars(select(MessageRow).order_by(MessageRow.user_id)))
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -17,7 +17,47 @@ class FakeLabelStudio:
         self.predictions: dict[int, dict[str, Any]] = {}
         self.exported: list[dict[str, Any]] = []  # what export() answers
         self.during_export: Any = None  # called while the export is read (a racing event)
+        self.scores: dict[int, float] = {}  # task -> its prediction's score
+        self.deleted: list[int] = []  # tasks deleted, in order
+        self.calls: list[str] = []  # the write calls made, by name
+        self.description = ""
         self._ids = itertools.count(1000)
+
+    def update_project(self, project_id: int, **fields: Any) -> dict[str, Any]:
+        self.calls.append("update_project")
+        self.description = fields.get("description", self.description)
+        return {"id": project_id, **fields}
+
+    def import_tasks(self, project_id: int, tasks: list[dict[str, Any]]) -> list[int]:
+        self.calls.append("import_tasks")
+        ids = []
+        for task in tasks:
+            task_id = next(self._ids)
+            self.tasks[task_id] = dict(task["data"])
+            self.scores[task_id] = task["predictions"][0]["score"]
+            ids.append(task_id)
+        return ids
+
+    def delete_unanswered_tasks(self, project_id: int, task_ids: list[int]) -> int:
+        self.calls.append("delete_unanswered_tasks")
+        answered = {a["task"] for a in self.annotations.values()}
+        gone = [t for t in task_ids if t in self.tasks and t not in answered]
+        for task_id in gone:
+            del self.tasks[task_id]
+            self.scores.pop(task_id, None)
+        self.deleted += gone
+        return len(gone)
+
+    def delete_tasks(self, project_id: int, task_ids: list[int]) -> int:
+        self.calls.append("delete_tasks")
+        for task_id in task_ids:
+            self.tasks.pop(task_id, None)
+        self.deleted += task_ids
+        return len(task_ids)
+
+    def set_scores(self, project_id: int, scores: dict[int, float], model_version: str) -> None:
+        self.calls.append("set_scores")
+        self.scores.update(scores)
 
     def users(self) -> list[dict[str, Any]]:
         return [{"id": BOT_USER, "email": BOT_EMAIL}]
@@ -28,6 +68,7 @@ class FakeLabelStudio:
         return {"id": task_id, "data": data}
 
     def update_task_data(self, task_id: int, data: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append("update_task_data")
         self.tasks[task_id] = dict(data)
         return {"id": task_id, "data": data}
 

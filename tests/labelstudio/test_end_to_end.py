@@ -4,12 +4,16 @@ Needs a running Label Studio (``.ci/run`` starts one on loopback): its URL in
 ``SPORAL_TEST_LABEL_STUDIO_URL`` and an admin's legacy token in
 ``SPORAL_TEST_LABEL_STUDIO_TOKEN``. sporal and the adapter (``sporal labelstudio run``) run as
 real processes; the annotators sign up on Label Studio's web form and answer through its REST
-API. On the way the adapter is SIGKILLed and restarted (the webhooks sent meanwhile are lost and
-the reconcile recovers them), a webhook is lost on purpose while it runs, a contradiction shows
-its proof in the task, and deleting an annotation retracts its label. At the end sporal's closure
+API. On the way: after each of the first answers the window changes only by the tasks sporal
+decided and those that refill it; the adapter is SIGKILLed and restarted (the webhooks sent
+meanwhile are lost and the reconcile recovers them); a webhook is lost on purpose while it runs;
+a contradiction shows its proof in the task and, on the next task Label Studio serves, to the
+annotator who gave it; deleting an annotation retracts its label, after which no bot annotation
+and no accepted answer in Label Studio's export contradicts sporal. At the end sporal's closure
 is the closure of the annotations that survive. The delay from an annotation's POST returning to
-the label being in sporal is written (p50/p99) to ``SPORAL_LABELSTUDIO_REPORT`` (default: the
-test's folder).
+the label being in sporal, and the tasks touched per answer, are written to
+``SPORAL_LABELSTUDIO_REPORT`` (default: the test's folder). A second test has ``setup`` adopt a
+project made by an earlier version of the adapter (bot annotations, an editable note box).
 """
 
 from __future__ import annotations
@@ -32,8 +36,9 @@ import pytest
 
 from benchmarks.serving import Server, free_port, serve_command
 from reasoning.closure import Closure
-from sporal_labelstudio.adapter import WEBHOOK_ACTIONS
+from sporal_labelstudio.adapter import BOT_EMAIL, LABEL_CONFIG, WEBHOOK_ACTIONS, Adapter
 from sporal_labelstudio.ls_client import LabelStudioClient
+from sporal_labelstudio.sporal_client import SporalClient
 from sporal_labelstudio.state import State
 from tests.labelstudio.harness import choice, order_project, signup, truth
 
@@ -41,6 +46,7 @@ pytestmark = pytest.mark.labelstudio
 
 LS_URL = os.environ.get("SPORAL_TEST_LABEL_STUDIO_URL")
 LS_TOKEN = os.environ.get("SPORAL_TEST_LABEL_STUDIO_TOKEN", "")
+WINDOW = 5
 
 
 def wait_for(check: Callable[[], Any], what: str, timeout: float = 30.0,
@@ -94,8 +100,8 @@ def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
             listen = f"127.0.0.1:{free_port()}"
             state = tmp_path / "adapter.db"
             args = ["--project", str(pid), "--sporal-url", server.base_url, "--ls-url",
-                    str(LS_URL), "--ls-token", LS_TOKEN, "--window", "5", "--listen", listen,
-                    "--state", str(state), "--reconcile-every", "5"]
+                    str(LS_URL), "--ls-token", LS_TOKEN, "--window", str(WINDOW), "--listen",
+                    listen, "--state", str(state), "--reconcile-every", "5"]
             adapter = AdapterProcess(args, listen, tmp_path / "adapter.log")
             adapter.start()
             try:
@@ -138,6 +144,8 @@ def test_two_annotators_decide_the_pool_through_label_studio(world: dict[str, An
         a, b = body["data"]["sporal_pair"]["a"], body["data"]["sporal_pair"]["b"]
         label = truth(order, a, b)
         posted = who.post(f"/api/tasks/{body['id']}/annotations", json={"result": choice(label)})
+        if posted.status_code == 404:
+            return None  # decided meanwhile: the adapter took it out of the window
         posted.raise_for_status()
         returned = time.monotonic()
         if measure:
@@ -160,8 +168,38 @@ def test_two_annotators_decide_the_pool_through_label_studio(world: dict[str, An
                 done.append(got)
         return done
 
-    # 1. both annotators answer; the adapter keeps the window open
-    assert len(answer_some(6)) == 6
+    def open_in_ls() -> dict[int, tuple[str, str]]:
+        return {int(t["id"]): (t["data"]["sporal_pair"]["a"], t["data"]["sporal_pair"]["b"])
+                for t in admin.export(lsp) if not t.get("annotations")}
+
+    def settled() -> bool:
+        """The adapter has refilled its window (there are far more undecided pairs than W)."""
+        return len(state.tasks("open")) == WINDOW
+
+    def refilled(answered: int) -> Callable[[], bool]:
+        return lambda: settled() and answered not in {t.task_id for t in state.tasks("open")}
+
+    # 1. both annotators answer; after each answer the window changes only by the tasks sporal
+    #    decided (taken out) and those that refill it: no undecided open task is set aside
+    touched: list[int] = []
+    wait_for(settled, "the first window", 60, 0.05)
+    while len(touched) < 6:
+        before = open_in_ls()
+        got = answer(annotators[len(touched) % 2])
+        if got is None:
+            time.sleep(0.2)
+            continue
+        wait_for(refilled(got["task"]), "the refilled window", 30, 0.05)
+        after = open_in_ls()
+        removed = set(before) - set(after) - {got["task"]}
+        created = set(after) - set(before)
+        for task_id in removed:
+            assert status(*before[task_id])["status"] != "undecided", (task_id, before)
+        for task_id, pair in before.items():
+            if task_id != got["task"] and status(*pair)["status"] == "undecided":
+                assert task_id in after, (task_id, pair)  # still open, the same task
+        assert len(created) == len(removed) + 1 and len(after) == WINDOW
+        touched.append(len(removed) + len(created))
 
     # 2. the adapter dies; answers given meanwhile lose their webhooks; a restart reconciles.
     # It dies once its window holds two open tasks (else nobody could answer while it is down).
@@ -174,7 +212,8 @@ def test_two_annotators_decide_the_pool_through_label_studio(world: dict[str, An
     assert offline and not any(in_sporal(x["a"], x["b"], x["label"]) for x in offline)
     adapter.start()
     for x in offline:
-        wait_for(lambda x=x: in_sporal(x["a"], x["b"], x["label"]), "the reconcile", 60)
+        wait_for(lambda x=x: in_sporal(x["a"], x["b"], x["label"]),  # type: ignore[misc]
+                 "the reconcile", 60)
 
     # 3. a webhook lost on purpose while the adapter runs: the periodic reconcile recovers it
     hook = next(h for h in admin.webhooks(lsp) if h["url"].endswith(f"{adapter.listen}/webhook"))
@@ -184,14 +223,15 @@ def test_two_annotators_decide_the_pool_through_label_studio(world: dict[str, An
     admin.update_webhook(hook["id"], is_active=True, actions=WEBHOOK_ACTIONS)
     assert next(h for h in admin.webhooks(lsp) if h["id"] == hook["id"])["actions"]
     for x in lost:
-        wait_for(lambda x=x: in_sporal(x["a"], x["b"], x["label"]), "the periodic reconcile", 60)
+        wait_for(lambda x=x: in_sporal(x["a"], x["b"], x["label"]),  # type: ignore[misc]
+                 "the periodic reconcile", 60)
 
     # 4. a contradiction: the opposite answer on a task whose pair sporal has decided (by
     #    inference when there is one, so that the proof has several labels)
     def decided_task() -> Any:
         fallback = None
-        for task in state.tasks():
-            found = status(task.a, task.b) if task.status != "open" else {"proof": []}
+        for task in state.tasks("answered"):
+            found = status(task.a, task.b)
             if found["proof"] and found["source"] == "inferred":
                 return task, found
             fallback = fallback or (found["proof"] and (task, found))
@@ -206,11 +246,34 @@ def test_two_annotators_decide_the_pool_through_label_studio(world: dict[str, An
                                  json={"result": choice(wrong)})
     refused.raise_for_status()
     refused_id = refused.json()["id"]
+
+    def refusal_everywhere() -> bool:
+        tasks = [t for t in admin.export(lsp) if not t.get("annotations")]
+        return bool(tasks) and all(f"refused annotation #{refused_id}" in t["data"]["sporal_note"]
+                                   for t in tasks)
+
+    # the next task Label Studio serves its annotator, asked for as the editor does: at once
+    first = annotators[1].get(f"/api/projects/{lsp}/next").json()
+    at_once = f"refused annotation #{refused_id}" in first["data"]["sporal_note"]
     note = wait_for(lambda: (n := admin.task(task.task_id)["data"].get("sporal_note", ""))
                     and f"refused annotation #{refused_id}" in n and n, "the proof in the task")
     behind = [int(x) for x in re.findall(r"annotation #(\d+) \(task", note)]
     assert behind, note  # the proof names the Label Studio annotations behind it
     assert status(task.a, task.b)["status"] == found["status"]  # the refused answer is kept out
+
+    # ... shows the refusal with its proof (when the machine was too slow to write it before
+    # Label Studio answered the POST, it does once written: Label Studio serves the annotator
+    # the same task, which it locked for them, with its data as it is now)
+    wait_for(refusal_everywhere, "the refusal on the open tasks", 30, 0.1)
+    served = annotators[1].get(f"/api/projects/{lsp}/next").json()
+    assert served["id"] == first["id"]
+    assert not served["predictions"]  # sporal's rank is not shown to annotators
+    shown = served["data"]["sporal_note"]
+    assert f"refused annotation #{refused_id}" in shown and "annotation #" in shown.split(
+        "contradicts", 1)[1], shown  # the refusal and the annotations of its proof
+    pair = served["data"]["sporal_pair"]
+    annotators[1].post(f"/api/tasks/{served['id']}/annotations", json={
+        "result": choice(truth(order, pair["a"], pair["b"]))}).raise_for_status()
 
     # 5. deleting an annotation retracts its label (then the wrong answer goes too)
     row = next(r for r in state.annotations() if r.annotation_id == behind[0])
@@ -223,6 +286,16 @@ def test_two_annotators_decide_the_pool_through_label_studio(world: dict[str, An
     wait_for(lambda: next(r for r in state.annotations()
                           if r.annotation_id == refused_id).status == "deleted",
              "the wrong answer's deletion", 30, 0.05)
+
+    # after the retractions, Label Studio's export agrees with sporal: no bot annotation says
+    # otherwise, and every answer the adapter holds as accepted is sporal's label
+    accepted = {r.annotation_id for r in state.annotations("asserted")}
+    for exported in admin.export(lsp):
+        pair = exported["data"]["sporal_pair"]
+        for annotation in exported["annotations"]:
+            if _by(annotation) == bot or annotation["id"] in accepted:
+                said = annotation["result"][0]["value"]["choices"][0]
+                assert status(pair["a"], pair["b"])["status"] == said, (exported, annotation)
 
     # 6. go on until sporal has decided the whole pool
     deadline = time.monotonic() + 900
@@ -254,7 +327,90 @@ def test_two_annotators_decide_the_pool_through_label_studio(world: dict[str, An
     figures = {"answers_measured": len(delays),
                "delay_p50_ms": round(float(np.percentile(delays, 50)) * 1000, 1),
                "delay_p99_ms": round(float(np.percentile(delays, 99)) * 1000, 1),
-               "delay_max_ms": round(max(delays) * 1000, 1)}
+               "delay_max_ms": round(max(delays) * 1000, 1),
+               "tasks_touched_per_answer": touched,
+               "refusal_on_the_next_task_served_at_once": at_once,
+               **refresh_figures(adapter.log),
+               "bot_annotations": sum(1 for t in admin.export(lsp) for x in t["annotations"]
+                                      if _by(x) == bot)}
     report = Path(os.environ.get("SPORAL_LABELSTUDIO_REPORT", world["tmp"] / "figures.json"))
     report.write_text(json.dumps(figures, indent=1))
     print(figures)
+
+
+# The labeling config of the adapter's earlier version: an editable text area that the bot's
+# retirements wrote their note into.
+EARLIER_CONFIG = """<View>
+  <Header value="Is A a prerequisite of B?"/>
+  <Text name="question" value="$question"/>
+  <Text name="a_description" value="$a_description"/>
+  <Text name="b_description" value="$b_description"/>
+  <Choices name="prerequisite" toName="question" choice="single" required="true" showInline="true">
+    <Choice value="Yes: A is a prerequisite of B" alias="positive" hotkey="y"/>
+    <Choice value="No" alias="negative" hotkey="n"/>
+  </Choices>
+  <Header value="sporal" size="6"/>
+  <Text name="note" value="$sporal_note"/>
+  <TextArea name="sporal_note" toName="question" editable="false" perRegion="false"/>
+</View>"""
+
+
+def test_setup_adopts_a_project_of_the_earlier_version_and_withdraws_its_bot(
+        tmp_path: Path) -> None:
+    if not LS_URL:
+        pytest.skip("set SPORAL_TEST_LABEL_STUDIO_URL and _TOKEN (a running Label Studio)")
+    admin = LabelStudioClient(str(LS_URL), LS_TOKEN)
+    with Server(f"sqlite:///{tmp_path}/sporal.db", tmp_path) as server, \
+            SporalClient(server.base_url) as sporal:
+        with httpx.Client(base_url=server.base_url, timeout=60) as client:
+            pid, order = order_project(client, n=12, pool=20, seed=5)
+        identity = f"Questions chosen by sporal project {pid} at {sporal.url}."
+        lsp = int(admin.create_project(title=f"earlier {pid}", label_config=EARLIER_CONFIG,
+                                       description=identity, maximum_annotations=1)["id"])
+        bots = [u for u in admin.users() if u.get("email") == BOT_EMAIL]
+        bot = bots[0] if bots else admin.create_user(email=BOT_EMAIL, username="sporal-bot")
+        pairs = [(f"concept {a:02d}", f"concept {b:02d}") for a, b in order.pool[:3].tolist()]
+        ids = admin.import_tasks(lsp, [{"data": {
+            "question": "?", "a_description": "", "b_description": "", "sporal_note": "",
+            "sporal_pair": {"project": pid, "a": a, "b": b}}} for a, b in pairs])
+        # the earlier bot retired the first task; a person answered the second
+        admin.create_annotation(ids[0], [*choice("positive"), {
+            "from_name": "sporal_note", "to_name": "question", "type": "textarea",
+            "value": {"text": ["sporal decided this pair"]}}], completed_by=int(bot["id"]))
+        human = admin.create_annotation(ids[1], choice(truth(order, *pairs[1])))
+
+        adapter = Adapter(sporal, admin, State(tmp_path / "adapter.db"), project=pid, window=3)
+        assert adapter.setup(f"http://127.0.0.1:{free_port()}/webhook") == lsp  # adopted
+        assert adapter.config_kept is None
+        config = admin.project(lsp)["label_config"]
+        assert "TextArea" not in config and config == LABEL_CONFIG
+        adapter.reconcile()
+        exported = {int(t["id"]): t for t in admin.export(lsp)}
+        assert ids[0] not in exported  # only the bot had annotated it
+        assert [a["id"] for a in exported[ids[1]]["annotations"]] == [human["id"]]
+        assert all(_by(a) != int(bot["id"]) for t in exported.values()
+                   for a in t["annotations"])
+        found = sporal.pair_status(pid, *pairs[1])
+        assert found.status == truth(order, *pairs[1]) and found.source == "asserted"
+        open_tasks = [t for t in exported.values() if not t["annotations"]]
+        assert len(open_tasks) == 3  # the window, refilled
+        description = admin.project(lsp)["description"]
+        assert description.startswith(identity) and "last sync" in description
+
+
+def refresh_figures(log: Path) -> dict[str, Any]:
+    """What the adapter's refreshes did over the run, from its log."""
+    found = [tuple(map(int, m)) for m in re.findall(
+        r"refresh: (\d+) retired, (\d+) created, (\d+) rescored, \d+ notes in (\d+) ms",
+        log.read_text(errors="replace"))]
+    if not found:
+        return {}
+    retired, created, rescored, ms = (list(column) for column in zip(*found, strict=True))
+    return {"refreshes_that_changed_something": len(found), "retired": sum(retired),
+            "created": sum(created), "rescored": sum(rescored),
+            "refresh_ms_p50": float(np.percentile(ms, 50)), "refresh_ms_max": max(ms)}
+
+
+def _by(annotation: dict[str, Any]) -> int:
+    by = annotation["completed_by"]
+    return int(by["id"] if isinstance(by, dict) else by)

@@ -9,6 +9,7 @@ in-memory fake; sporal is a real ``sporal serve`` on a temporary SQLite file.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 
 from benchmarks.serving import Server
 from sporal_labelstudio.adapter import Adapter
-from sporal_labelstudio.sporal_client import SporalClient
+from sporal_labelstudio.sporal_client import NextQueries, Query, SporalClient
 from sporal_labelstudio.state import State, TaskRow
 from tests.labelstudio.fake import BOT_USER, FakeLabelStudio
 from tests.labelstudio.harness import FIXTURES, order_project
@@ -145,33 +146,74 @@ def test_a_contradiction_keeps_the_answer_shows_its_proof_and_is_retried(adapter
     assert "annotation #201" in note and "annotation #202" in note  # who asserted the proof
     assert (x, z, "negative") not in asserted(adapter)
 
+    assert [m.annotation_id for m in adapter.state.messages()] == [203]  # told to user 4
+
     adapter.handle({"action": "ANNOTATIONS_DELETED", "annotations": [{"id": 202}]})
     assert (y, z, "positive") not in asserted(adapter)
     assert (x, z, "negative") in asserted(adapter)  # retried after the retraction
     assert "accepted" in ls.tasks[103]["sporal_note"]
+    assert not adapter.state.messages()  # the refusal is over: nothing more to tell
 
 
-def test_the_window_retires_decided_tasks_with_the_proof_and_opens_new_ones(adapter) -> None:
+def test_the_window_retires_only_decided_tasks_and_refills_in_batched_calls(adapter) -> None:
     ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
     with adapter.state.session() as session:  # no captured task: the window starts empty
         session.query(TaskRow).delete()
     adapter.refresh()
-    fresh = adapter.state.tasks("open")
-    assert 1 <= len(fresh) <= 5 and all(t.task_id in ls.tasks for t in fresh)
-    assert all(t.prediction_id in ls.predictions for t in fresh)
-    scores = sorted(ls.predictions[t.prediction_id]["score"] for t in fresh)
-    assert scores[0] == 0.0  # the best question is served first
-    # answer one open task positively through sporal itself: pairs it decides get retired
-    target = fresh[0]
+    fresh = {t.task_id: t for t in adapter.state.tasks("open")}
+    assert len(fresh) == 5 and set(fresh) <= set(ls.tasks)
+    assert ls.calls.count("import_tasks") == 1  # the whole window in one call
+    ranked = sorted(fresh, key=lambda t: ls.scores[t])
+    assert all(0 < ls.scores[t] < 1 for t in fresh)
+    best = adapter.sporal.next(adapter.project, k=5, annotator=adapter.annotator).queries
+    assert [(fresh[t].a, fresh[t].b) for t in ranked] == [(q.a, q.b) for q in best]
+    # answer the best question through sporal itself
+    target = fresh[ranked[0]]
     adapter.sporal.post_label(adapter.project, target.a, target.b, "positive", annotator="else")
+    ls.calls.clear()
+    done = adapter.refresh()
+    now_open = {t.task_id for t in adapter.state.tasks("open")}
+    retired = set(fresh) - now_open
+    assert target.task_id in retired and set(ls.deleted) == retired
+    for task_id in retired:  # only tasks whose pairs sporal decided left the window
+        task = fresh[task_id]
+        assert adapter.sporal.pair_status(adapter.project, task.a, task.b).decided
+    for task_id in set(fresh) - retired:  # every undecided open task is still there
+        assert task_id in now_open and task_id in ls.tasks
+    assert len(now_open) == 5 and done.created == len(retired) == done.retired
+    assert ls.calls.count("import_tasks") == 1 and ls.calls.count("delete_unanswered_tasks") == 1
+    assert "update_task_data" not in ls.calls  # no note rewritten
+    assert not ls.annotations  # the bot annotates nothing
+    assert "pool pairs decided" in ls.description and "last sync" in ls.description
+
+
+def test_a_refusal_is_shown_to_its_annotator_on_the_open_tasks_until_they_answer(adapter):
+    template = next(p for p in PAYLOADS if p["action"] == "ANNOTATION_CREATED"
+                    and p["annotation"]["completed_by"] != BOT_USER)
+    ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
+    x, y, z = "concept 00", "concept 01", "concept 02"
+    with adapter.state.session() as session:
+        session.query(TaskRow).delete()
+        for task_id, (a, b) in {101: (x, y), 102: (y, z), 103: (x, z)}.items():
+            session.add(TaskRow(task_id=task_id, a=a, b=b, status="answered"))
+            ls.tasks[task_id] = {}
     adapter.refresh()
-    retired = {t.task_id: t for t in adapter.state.tasks("retired")}
-    assert target.task_id in retired
-    bot = ls.annotations[retired[target.task_id].bot_annotation_id]
-    assert bot["completed_by"] == BOT_USER
-    assert bot["result"][0]["value"]["choices"] == ["positive"]
-    note = ls.tasks[target.task_id]["sporal_note"]
-    assert "sporal decided this pair: positive (asserted)" in note
+    adapter.handle(_answer(template, 201, 101, (x, y), "positive"))
+    adapter.handle(_answer(template, 202, 102, (y, z), "positive"))
+    adapter.handle(_answer(template, 203, 103, (x, z), "negative", user=4))
+    adapter.refresh()
+    open_ids = [t.task_id for t in adapter.state.tasks("open")]
+    assert open_ids
+    for task_id in open_ids:
+        note = ls.tasks[task_id]["sporal_note"]
+        assert note.startswith("For user 4") and "refused annotation #203" in note
+        assert "annotation #201" in note and "annotation #202" in note  # the proof
+    # user 4 answers an open task: the note has been seen and goes
+    task = adapter.state.tasks("open")[0]
+    adapter.handle(_answer(template, 204, task.task_id, (task.a, task.b), "negative", user=4))
+    adapter.refresh()
+    assert all("refused" not in ls.tasks[t.task_id]["sporal_note"]
+               for t in adapter.state.tasks("open"))
 
 
 def test_the_reconcile_adopts_a_task_created_just_before_a_crash(adapter) -> None:
@@ -230,3 +272,137 @@ def test_the_reconcile_asserts_again_a_label_retracted_behind_the_adapters_back(
     assert ("concept 07", "concept 08", "positive") not in asserted(adapter)
     adapter.reconcile()
     assert ("concept 07", "concept 08", "positive") in asserted(adapter)
+
+
+def test_answers_carry_their_source_only_where_sporal_records_answers(adapter, monkeypatch):
+    template = next(p for p in PAYLOADS if p["action"] == "ANNOTATION_CREATED"
+                    and p["annotation"]["completed_by"] != BOT_USER)
+    sent: list[str | None] = []
+    post = adapter.sporal.post_label
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        sent.append(kwargs.get("source"))
+        kwargs.pop("source", None)  # this service does not take it yet
+        return post(*args, **kwargs)
+
+    monkeypatch.setattr(adapter.sporal, "post_label", spy)
+    with adapter.state.session() as session:
+        session.add(TaskRow(task_id=801, a="concept 09", b="concept 10"))
+        session.add(TaskRow(task_id=802, a="concept 11", b="concept 12"))
+    adapter.handle(_answer(template, 811, 801, ("concept 09", "concept 10"), "positive"))
+    adapter._info = {**adapter.info, "policy": "consensus"}  # a service with answers
+    adapter.handle(_answer(template, 812, 802, ("concept 11", "concept 12"), "positive"))
+    assert sent == [None, "labelstudio"]
+
+
+def test_second_opinions_are_noted_and_stay_open_while_their_pair_is_decided(adapter,
+                                                                           monkeypatch):
+    ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
+    with adapter.state.session() as session:
+        session.query(TaskRow).delete()
+    a, b = "concept 00", "concept 01"
+    adapter.sporal.post_label(adapter.project, a, b, "positive", annotator="first")
+    real_next = adapter.sporal.next
+
+    def with_a_second_opinion(*args: Any, **kwargs: Any) -> NextQueries:
+        found = real_next(*args, **kwargs)
+        return NextQueries([Query(a, b, None, "second-opinion"), *found.queries],
+                           found.undecided, found.reserved_until)
+
+    monkeypatch.setattr(adapter.sporal, "next", with_a_second_opinion)
+    adapter.refresh()
+    task = next(t for t in adapter.state.tasks("open") if (t.a, t.b) == (a, b))
+    assert task.reason == "second-opinion"
+    assert ls.tasks[task.task_id]["sporal_note"].startswith("sporal asks for a second opinion")
+    monkeypatch.setattr(adapter.sporal, "next", real_next)  # no longer first in sporal's list
+    adapter.refresh()
+    assert task.task_id in {t.task_id for t in adapter.state.tasks("open")}  # not retired
+
+
+def test_a_failed_check_question_shows_the_definition_to_its_annotator(adapter, monkeypatch):
+    template = next(p for p in PAYLOADS if p["action"] == "ANNOTATION_CREATED"
+                    and p["annotation"]["completed_by"] != BOT_USER)
+    ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
+    post = adapter.sporal.post_label
+    monkeypatch.setattr(adapter.sporal, "post_label", lambda *args, **kwargs: dataclasses.replace(
+        post(*args, **kwargs), check_failed=True))
+    with adapter.state.session() as session:
+        session.query(TaskRow).delete()
+        session.add(TaskRow(task_id=901, a="concept 13", b="concept 14", status="answered"))
+    adapter.handle(_answer(template, 911, 901, ("concept 13", "concept 14"), "negative", user=7))
+    adapter.refresh()
+    notes = [ls.tasks[t.task_id]["sporal_note"] for t in adapter.state.tasks("open")]
+    assert notes and all(n.startswith("For user 7") and "directly or through other concepts"
+                         in n for n in notes)
+
+
+def test_tasks_show_descriptions_only_where_there_are_some_and_the_projects_question(adapter):
+    adapter._descriptions = {"concept 00": "Counting things.", "concept 01": None}
+    adapter._info = {**adapter.info, "question": "Must one know {a} to learn {b}?"}
+    data = adapter._task_data("concept 00", "concept 01")
+    assert data["question"] == "Must one know “concept 00” to learn “concept 01”?"
+    assert data["a_description"] == "concept 00: Counting things."
+    assert data["b_description"] == ""  # no "(no description)" line
+    adapter._info = {k: v for k, v in adapter.info.items() if k != "question"}
+    assert "directly or through other concepts" in adapter._task_data("x", "y")["question"]
+
+
+def test_the_reconcile_withdraws_the_bot_retirements_of_an_earlier_version(adapter) -> None:
+    ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
+    template = next(p for p in PAYLOADS if p["action"] == "ANNOTATION_CREATED"
+                    and p["annotation"]["completed_by"] != BOT_USER)
+    human = _answer(template, 1202, 1101, ("concept 15", "concept 16"), "positive")["annotation"]
+    bot = {"id": 1201, "completed_by": BOT_USER, "result": [], "updated_at": "x"}
+    bot_too = {**bot, "id": 1203}
+    with adapter.state.session() as session:
+        session.query(TaskRow).delete()
+        session.add(TaskRow(task_id=1100, a="concept 13", b="concept 14", status="retired",
+                            bot_annotation_id=1201))
+        session.add(TaskRow(task_id=1101, a="concept 15", b="concept 16", status="retired",
+                            bot_annotation_id=1203))
+    for task_id in (1100, 1101):
+        ls.tasks[task_id] = {}
+    ls.annotations[1203] = {"task": 1101}
+    ls.exported = [{"id": 1100, "annotations": [bot], "predictions": [], "data": {}},
+                   {"id": 1101, "annotations": [bot_too, human], "predictions": [],
+                    "data": {}}]
+    adapter.reconcile()
+    assert ls.deleted[0] == 1100  # only the bot had annotated it: the task goes
+    assert 1101 in ls.tasks and 1203 not in ls.annotations  # the bot's annotation goes
+    tasks = {t.task_id: t for t in adapter.state.tasks()}
+    assert tasks[1100].status == "deleted" and tasks[1101].status == "answered"
+    assert all(t.bot_annotation_id is None for t in tasks.values())
+    assert ("concept 15", "concept 16", "positive") in asserted(adapter)
+
+
+def test_a_state_file_of_the_earlier_version_is_read(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "earlier.db"
+    with sqlite3.connect(path) as db:  # the tasks table as the earlier version made it
+        db.execute("CREATE TABLE tasks (task_id INTEGER PRIMARY KEY, a TEXT NOT NULL, "
+                   "b TEXT NOT NULL, status VARCHAR(16) NOT NULL, prediction_id INTEGER, "
+                   "score FLOAT, bot_annotation_id INTEGER, note TEXT NOT NULL)")
+        db.execute("INSERT INTO tasks VALUES (7, 'x', 'y', 'open', NULL, 0.5, NULL, '')")
+    state = State(path)
+    try:
+        [task] = state.tasks()
+        assert (task.task_id, task.reason, task.status) == (7, "new", "open")
+        assert state.messages() == []
+    finally:
+        state.dispose()
+
+
+def test_the_description_says_sporals_progress_and_when_the_adapter_stopped(adapter) -> None:
+    ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
+    with adapter.state.session() as session:
+        session.query(TaskRow).delete()
+    adapter.refresh()
+    counts = adapter.sporal.project(adapter.project)["counts"]
+    pool, undecided = counts["pool_pairs"], counts["undecided_pool_pairs"]
+    lines = ls.description.split("\n")
+    assert lines[0] == adapter.identity()  # how setup finds the project again
+    assert lines[1].startswith(f"sporal's progress: {pool - undecided} of {pool} pool pairs")
+    assert lines[2].startswith("Adapter: last sync ")
+    adapter.stopped()
+    assert ls.description.split("\n")[2].startswith("Adapter stopped at ")

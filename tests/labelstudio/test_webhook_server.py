@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from sporal_labelstudio import cli
-from sporal_labelstudio.adapter import SECRET_HEADER, Adapter
+from sporal_labelstudio.adapter import SECRET_HEADER, Adapter, Refreshed
 from sporal_labelstudio.server import Limits, Runner, WebhookServer
 
 SECRET = "s3cret-webhook-token"
@@ -51,7 +51,10 @@ class RecordingAdapter(Adapter):
     def reconcile(self) -> None:
         pass
 
-    def refresh(self) -> None:
+    def refresh(self) -> Refreshed:
+        return Refreshed(retired=0, created=0, rescored=0, notes=0, seconds=0.0)
+
+    def stopped(self) -> None:
         pass
 
 
@@ -186,6 +189,18 @@ def test_a_full_queue_answers_503_with_retry_after() -> None:
         adapter.gate.set()
         wait_for(lambda: adapter.forwarded == [(1, 3), (2, 3), (3, 3)])
         assert httpx.get(f"{url}/health").json()["queue"] == 0
+
+
+def test_an_answer_waits_until_its_event_is_applied_but_no_longer_than_the_bound() -> None:
+    with running(Limits(answer_within=0.5)) as (runner, adapter, url):
+        assert post(url, event(1)).status_code == 200
+        assert adapter.forwarded == [(1, 3)]  # applied before Label Studio got the answer
+        adapter.gate.clear()  # the next forward takes long
+        started = time.monotonic()
+        assert post(url, event(2)).status_code == 200
+        assert 0.5 <= time.monotonic() - started < 3 and adapter.forwarded == [(1, 3)]
+        adapter.gate.set()
+        wait_for(lambda: adapter.forwarded == [(1, 3), (2, 3)])  # applied all the same
 
 
 def test_health_and_events_are_503_once_the_worker_has_stopped() -> None:
