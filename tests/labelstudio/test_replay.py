@@ -282,13 +282,14 @@ def test_answers_carry_their_source_only_where_sporal_records_answers(adapter, m
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         sent.append(kwargs.get("source"))
-        kwargs.pop("source", None)  # this service does not take it yet
+        kwargs.pop("source", None)  # the older service does not take it
         return post(*args, **kwargs)
 
     monkeypatch.setattr(adapter.sporal, "post_label", spy)
     with adapter.state.session() as session:
         session.add(TaskRow(task_id=801, a="concept 09", b="concept 10"))
         session.add(TaskRow(task_id=802, a="concept 11", b="concept 12"))
+    adapter._info = {k: v for k, v in adapter.info.items() if k != "policy"}  # an older one
     adapter.handle(_answer(template, 811, 801, ("concept 09", "concept 10"), "positive"))
     adapter._info = {**adapter.info, "policy": "consensus"}  # a service with answers
     adapter.handle(_answer(template, 812, 802, ("concept 11", "concept 12"), "positive"))
