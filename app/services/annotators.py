@@ -23,6 +23,7 @@ __all__ = [
     "record_label_answers",
     "record_refusal",
     "retract_label_answers",
+    "stands_behind",
 ]
 
 ACCEPTED = ("asserted", "agreed")
@@ -40,6 +41,15 @@ def record_answer(session: Session, project_id: int, a_id: int, b_id: int, posit
     session.add(answer)
     session.flush()
     return answer
+
+
+def stands_behind(session: Session, label_id: int, annotator: str | None) -> bool:
+    """Whether ``annotator`` has a live answer standing behind the label ``label_id``: the
+    same label again from them is then no new answer."""
+    who = Answer.annotator.is_(None) if annotator is None else Answer.annotator == annotator
+    return session.scalar(select(Answer.id).where(
+        Answer.label_id == label_id, who, Answer.outcome.in_(ACCEPTED),
+        Answer.retracted_at.is_(None)).limit(1)) is not None
 
 
 def record_refusal(session: Session, project_id: int, a_id: int, b_id: int, positive: bool,

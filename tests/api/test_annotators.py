@@ -68,8 +68,11 @@ def test_another_annotators_agreeing_answer_is_kept_and_counted(client: TestClie
     body = agreeing.json()
     assert body["id"] == first.json()["id"]  # the label it agrees with
     assert body["annotator"] == "bo" and body["answer_id"] > first.json()["answer_id"]
+    repeated = label(client, pid, "limit", "derivative", annotator="bo")
+    assert repeated.status_code == 200 and repeated.json()["answer_id"] is None
     counts = _counts(client, pid)
-    assert counts["bo"]["accepted"] == 1 and counts["ana"]["answered"] == 1
+    assert counts["bo"]["accepted"] == 1 and counts["bo"]["answered"] == 1
+    assert counts["ana"]["answered"] == 1
     # retracting the label retracts every answer behind it
     assert client.delete(f"/projects/{pid}/labels/{first.json()['id']}").status_code == 200
     counts = _counts(client, pid)

@@ -30,7 +30,12 @@ from app.schemas import (
     NewlyDecided,
     label_value,
 )
-from app.services.annotators import record_answer, record_label_answers, record_refusal
+from app.services.annotators import (
+    record_answer,
+    record_label_answers,
+    record_refusal,
+    stands_behind,
+)
 from app.services.labels.answering import post_answer, post_bulk_answers
 from app.services.labels.asserting import (
     Planned,
@@ -120,7 +125,7 @@ def _found(work: ProjectWork, project: Project, body: LabelIn,
     """A label asserted the same way already: the same annotator repeating it gives no new
     answer (200); another annotator's agreeing answer is kept (201)."""
     state = work.state
-    if live.annotator == body.annotator:
+    if live.annotator == body.annotator or stands_behind(work.session, live.id, body.annotator):
         return Written(created(state, body.a, body.b, body.positive, live, None),
                        created=False)
     answer = record_answer(work.session, project.id, state.id_of[body.a], state.id_of[body.b],
@@ -304,7 +309,8 @@ def _store_agreeing(work: ProjectWork, project: Project, plan: _BulkPlan, source
     state = work.state
     for item in plan.items:
         live = state.labels.get((item.a_id, item.b_id)) if item.update is None else None
-        if live is not None and live.annotator != item.annotator:
+        if live is not None and live.annotator != item.annotator and not stands_behind(
+                work.session, live.id, item.annotator):
             record_answer(work.session, project.id, item.a_id, item.b_id, item.positive,
                           item.annotator, outcome="agreed", source=source, label_id=live.id)
 
