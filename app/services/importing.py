@@ -60,6 +60,7 @@ from app.schemas import Source as AnswerSource
 from app.services.concepts import add_concepts
 from app.services.corpus import FEATURE_LENGTH, change_corpus, set_texts
 from app.services.labels import Refused, post_bulk, retract_label
+from app.services.labels.consensus import adopt_consensus
 from app.services.labels.proofs import pair_problem
 from app.services.labels.writing import CANONICAL_MIN
 from app.services.pairs import add_pairs
@@ -740,10 +741,14 @@ def _finish(work: ProjectWork, later: _Later, summary: ImportSummary) -> None:
             work.session.execute(insert(Answer), _answer_rows(work, later))
             summary.answers_created += len(later.answers)
         for name, value in later.settings.items():
-            setattr(project, name, value)
+            if not (name == "policy" and value == "consensus"):
+                setattr(project, name, value)
         project.version += 1
 
     work.write(lambda work: None, store)
+    if later.settings.get("policy") == "consensus" or (
+            later.answers and work.project.policy == "consensus"):
+        adopt_consensus(work)  # the labels follow the answers, as a change of policy does
 
 
 def _apply_settings(work: ProjectWork, item: ProjectSettings) -> None:

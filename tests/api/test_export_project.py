@@ -169,6 +169,11 @@ def test_answers_policy_and_question_come_back_identical(
     assert _evidence(other_client, target) == _evidence(client, pid)
     assert other_client.get(f"/projects/{target}/agreement").json() == \
         client.get(f"/projects/{pid}/agreement").json()
+    if policy == "consensus":  # the consensus, and what is in dispute, follow the answers
+        def open_pairs(c: TestClient, p: int) -> list[tuple[str, str]]:
+            return sorted((d["a"], d["b"]) for d in c.get(
+                f"/projects/{p}/disagreements", params={"state": "open"}).json()["items"])
+        assert open_pairs(other_client, target) == open_pairs(client, pid) != []
     # each answer stands behind its label again: retracting the label retracts its answers
     live = {(i["a"], i["b"]): i["id"] for i in other_client.get(
         f"/projects/{target}/labels", params={"source": "asserted"}).json()["items"]}
