@@ -87,6 +87,8 @@ class Consensus:
         (:data:`SETTLE_ODDS`), or gave way; never one a reviewer resolved.
     values : dict
         Per answered pair, its value in the closure of ``labels``.
+    closure : Closure or None
+        The closure of ``labels`` (do not mutate; :meth:`Closure.copy` first).
     """
 
     labels: dict[Pair, bool]
@@ -95,6 +97,7 @@ class Consensus:
     gave_way: list[Pair]
     contested: dict[Pair, list[Answer]]
     values: dict[Pair, bool] = field(default_factory=dict)
+    closure: Closure | None = field(default=None, compare=False, repr=False)
 
 
 def effective_answers(answers: Iterable[Answer]) -> tuple[list[Answer], dict[Pair, Answer]]:
@@ -278,6 +281,7 @@ def _result(table: _Table, fit: Fit, closure: Closure, gave: list[int],
         gave_way=[pairs[k] for k in gave],
         contested=contested,
         values={p: bool(closed[k]) for k, p in enumerate(pairs)},
+        closure=closure,
     )
 
 
