@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli
+from reasoning.consensus.asking import CHECK_RATE, SECOND_OPINION_VALUE
 from reasoning.generate import random_order
 from reasoning.simulation import team_runs
 from reasoning.simulation.oracle import NoisyAnnotator, Team, direct_truth
@@ -81,7 +82,8 @@ class Recording:
     """A team that records who answered which row."""
 
     def __init__(self, team: Team) -> None:
-        self.team, self.names, self.log = team, team.names, []
+        self.team, self.names = team, team.names
+        self.log: list[tuple[int, int]] = []
 
     def __len__(self) -> int:
         return len(self.team)
@@ -172,7 +174,8 @@ def test_resume_skips_the_finished_runs(tmp_path, monkeypatch):
     simulate_teams(tmp_path / "data", out, resume=True, **args)
     assert ran == [] and (out / "runs.jsonl").read_text().splitlines() == lines
     simulate_teams(tmp_path / "data", out, resume=True, **{**args, "repeats": 2})
-    assert len(ran) == 3 and all(key.endswith("|1|0|0.05|0.5") for key in ran)
+    assert len(ran) == 3 and all(key.endswith(f"|1|0|{CHECK_RATE:g}|{SECOND_OPINION_VALUE:g}")
+                                 for key in ran)
     keys = [json.loads(line)["key"] for line in (out / "runs.jsonl").read_text().splitlines()]
     assert len(keys) == len(set(keys)) == 6
     simulate_teams(tmp_path / "data", out, **args)  # without resume: a fresh file

@@ -17,7 +17,8 @@ and the annotator asking, :meth:`AskPolicy.choose` returns the pair to ask and w
    positive count as answered at the check failure rate's accuracy: they get second opinions
    first;
 3. a **check question**, with probability :attr:`AskPolicy.check_rate` (the caller's uniform
-   ``draw``): a pool pair decided positive only through two or more steps
+   ``draw``; :attr:`AskPolicy.passed_rate` once the annotator passed more checks than they
+   failed): a pool pair decided positive only through two or more steps
    (:func:`~reasoning.consensus.core.check_candidates`); its reason says ``new``, like any
    other, so that the annotator cannot tell;
 4. ``new``: the strategy's choice among the undecided pool pairs (the caller's ``new_pair``,
@@ -33,23 +34,32 @@ import math
 from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from reasoning.closure import Closure
 from reasoning.consensus.core import Answer, Consensus, check_candidates
+from reasoning.consensus.em import ACCURACY_RANGE
 
 __all__ = [
     "CHECK_RATE",
+    "CHECK_RATE_PASSED",
     "REASONS",
     "SECOND_OPINION_VALUE",
     "AskPolicy",
     "Choice",
     "TeamView",
+    "stakes",
 ]
 
 CHECK_RATE = 0.05
-"""The share of questions that are check questions (one in twenty): enough to catch an
+"""The share of an annotator's questions that are check questions (one in twenty) until they
+pass one, and for as long as they have failed more than they passed: enough to catch an
 annotator who answers the direct relation within their first few dozen answers."""
 
-SECOND_OPINION_VALUE = 0.5
+CHECK_RATE_PASSED = 0.01
+"""The share of check questions for an annotator who passed more checks than they failed."""
+
+SECOND_OPINION_VALUE = 0.3
 """The least value of information, P(wrong) × pool pairs at stake, worth a second opinion."""
 
 REASONS = ("new", "second-opinion", "disagreement")
@@ -81,15 +91,24 @@ class TeamView:
         The pool pairs (checks and new pairs come from it).
     proba : mapping
         The model's P(positive) per pair (missing: one half).
-    stake : mapping
-        Per answered pair, the pool pairs its first answer decided (missing: 1).
+    stake : mapping, optional
+        Per answered pair, the pool pairs at stake: those its first answer newly decided (the
+        service's ``decided`` of that answer; the simulation counts them). Without it,
+        :func:`stakes` of the closure (an upper bound that counts pairs other labels decide
+        too; in simulation it asked more second opinions for fewer errors caught).
     """
 
     result: Consensus
     answers: Mapping[Pair, list[Answer]]
     pool: Collection[Pair]
     proba: Mapping[Pair, float] = field(default_factory=dict)
-    stake: Mapping[Pair, int] = field(default_factory=dict)
+    stake: Mapping[Pair, int] | None = None
+
+    def stakes(self) -> Mapping[Pair, int]:
+        """The pool pairs at stake per asserted label (``stake``, or computed)."""
+        if self.stake is not None:
+            return self.stake
+        return stakes(self.closure, self.result.labels, self.pool)
 
     @property
     def closure(self) -> Closure:
@@ -112,6 +131,39 @@ class TeamView:
         return asked, failed
 
 
+def stakes(closure: Closure, labels: Mapping[Pair, bool], pool: Collection[Pair]
+           ) -> dict[Pair, int]:
+    """Per label, the pool pairs decided through it (what a wrong answer there gets wrong).
+
+    A negative ``(a, b)`` decides ``D*(a) × A*(b)`` negative; a positive one ``A*(a) × D*(b)``
+    positive and their mirrors negative (closure.md). The count includes pool pairs that
+    other labels decide as well: an upper bound, computed for every label at once from the
+    closure's dense relation.
+    """
+    if not labels or not pool:
+        return {}
+    index = {c: k for k, c in enumerate(closure.concepts)}
+    positive, _ = closure.matrices()
+    reach = positive | np.eye(closure.n, dtype=bool)  # reach[u, x]: x in D*(u)
+    px = np.fromiter((index[p[0]] for p in pool), dtype=np.int64, count=len(pool))
+    py = np.fromiter((index[p[1]] for p in pool), dtype=np.int64, count=len(pool))
+    keys = list(labels)
+    la = np.fromiter((index[p[0]] for p in keys), dtype=np.int64, count=len(keys))
+    lb = np.fromiter((index[p[1]] for p in keys), dtype=np.int64, count=len(keys))
+    value = np.fromiter((labels[p] for p in keys), dtype=bool, count=len(keys))
+    out = np.zeros(len(keys), dtype=np.int64)
+    neg = np.flatnonzero(~value)
+    if len(neg):
+        out[neg] = (reach[la[neg]][:, px] & reach[py][:, lb[neg]].T).sum(axis=1)
+    pos = np.flatnonzero(value)
+    if len(pos):
+        ancestors = reach[:, la[pos]].T  # [k, x]: x in A*(a_k)
+        descendants = reach[lb[pos]]  # [k, y]: y in D*(b_k)
+        out[pos] = ((ancestors[:, px] & descendants[:, py]).sum(axis=1)
+                    + (ancestors[:, py] & descendants[:, px]).sum(axis=1))
+    return {p: int(max(c, 1)) for p, c in zip(keys, out.tolist(), strict=True)}
+
+
 def _logit(p: float) -> float:
     p = min(max(p, 1e-6), 1.0 - 1e-6)
     return math.log(p / (1.0 - p))
@@ -123,6 +175,12 @@ class AskPolicy:
 
     check_rate: float = CHECK_RATE
     threshold: float = SECOND_OPINION_VALUE
+    passed_rate: float = CHECK_RATE_PASSED
+
+    def rate(self, view: TeamView, annotator: str | None) -> float:
+        """The chance that ``annotator``'s next question is a check question."""
+        asked, failed = view.checks(annotator)
+        return self.passed_rate if asked - failed > failed else self.check_rate
 
     def choose(self, view: TeamView, annotator: str | None, *, draw: float = 1.0,
                new_pair: Callable[[], Pair | None] = lambda: None) -> Choice | None:
@@ -137,8 +195,9 @@ class AskPolicy:
         found = self.second_opinion(view, annotator)
         if found is not None:
             return found
-        if draw < self.check_rate:
-            found = self.check(view, annotator, draw / max(self.check_rate, 1e-12))
+        rate = min(self.rate(view, annotator), self.check_rate)
+        if draw < rate:
+            found = self.check(view, annotator, draw / rate)
             if found is not None:
                 return found
         pair = new_pair()
@@ -150,6 +209,7 @@ class AskPolicy:
         best: tuple[float, int] | None = None
         choice = None
         gave = set(result.gave_way)
+        stake = view.stakes() if result.contested else {}
         for pair in result.contested:
             links = [pair]
             if pair in gave:
@@ -159,7 +219,7 @@ class AskPolicy:
             for link in links:
                 if view.answered(link, annotator):
                     continue
-                key = (abs(result.confidence.get(link, 0.5) - 0.5), -view.stake.get(link, 1))
+                key = (abs(result.confidence.get(link, 0.5) - 0.5), -stake.get(link, 1))
                 if best is None or key < best:
                     best, choice = key, link
         return None if choice is None else Choice(choice[0], choice[1], "disagreement")
@@ -174,7 +234,7 @@ class AskPolicy:
             acc = accuracy.get(ans.annotator, 0.9)
             if not ans.positive and ans.annotator in suspects:
                 acc = min(acc, suspects[ans.annotator])
-            acc = min(max(acc, 0.5), 0.995)
+            acc = min(max(acc, ACCURACY_RANGE[0]), ACCURACY_RANGE[1])
             odds += _logit(acc) * (1 if ans.positive == value else -1)
         return 1.0 / (1.0 + math.exp(odds))
 
@@ -184,7 +244,7 @@ class AskPolicy:
         for name in view.result.accuracy:
             asked, failed = view.checks(name)
             if failed:
-                out[name] = 1.0 - (failed + 0.5) / (asked + 1.0)
+                out[name] = 1.0 - (failed + 0.1) / (asked + 1.0)
         return out
 
     def second_opinion(self, view: TeamView, annotator: str | None) -> Choice | None:
@@ -194,6 +254,7 @@ class AskPolicy:
         down, _, _, _ = view.closure.reach()
         index = {c: k for k, c in enumerate(view.closure.concepts)}
         best, choice = self.threshold, None
+        stake = view.stakes()
         for pair, value in result.labels.items():
             if pair in result.contested or view.answered(pair, annotator):
                 continue
@@ -201,7 +262,7 @@ class AskPolicy:
             if not value and any(a.annotator in suspects for a in view.answers.get(pair, ())):
                 if down[index[pair[1]]] >> index[pair[0]] & 1:
                     continue  # b precedes a: no path can make (a, b) positive
-            score = wrong * view.stake.get(pair, 1)
+            score = wrong * stake.get(pair, 1)
             if score >= best:
                 best, choice = score, pair
         return None if choice is None else Choice(choice[0], choice[1], "second-opinion")

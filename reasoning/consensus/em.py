@@ -19,7 +19,7 @@ PSEUDO_COUNT = 2.0
 """Answers' worth of the prior accuracy added to each annotator's counts (a Beta prior), so
 that an annotator with three answers is not estimated perfect or useless."""
 
-ACCURACY_RANGE = (0.5 + 1e-3, 0.995)
+ACCURACY_RANGE = (0.5 + 1e-3, 0.999)
 """The accuracies a weight is computed from: no annotator counts against their own answers
 (below one half) and none is taken as infallible."""
 

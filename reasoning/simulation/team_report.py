@@ -23,10 +23,11 @@ from reasoning.report import mean_ci
 __all__ = ["PAIRED", "team_table", "write_reports"]
 
 PAIRED = (("consensus", "trust"), ("consensus", "double"),
-          ("consensus", "consensus-unweighted"), ("double", "trust"))
+          ("consensus", "consensus-unweighted"), ("consensus", "consensus-nocheck"),
+          ("consensus-nocheck", "trust"), ("double", "trust"))
 """The policy pairs compared repeat by repeat (first minus second)."""
 
-_ORDER = ("trust", "double", "consensus", "consensus-unweighted")
+_ORDER = ("trust", "double", "consensus", "consensus-unweighted", "consensus-nocheck")
 
 
 def _team(row: dict) -> tuple[str, str]:

@@ -9,7 +9,8 @@ annotator gets a question, under one policy:
 * ``consensus`` / ``consensus-unweighted``: every answer kept, the labels are the consensus
   (:func:`reasoning.consensus.consensus`, with or without reliability weights) and the
   questions come from :class:`reasoning.consensus.asking.AskPolicy`: new pairs by the
-  strategy, disagreements, second opinions by value of information, check questions.
+  strategy, disagreements, second opinions by value of information, check questions;
+  ``consensus-nocheck``: the same without check questions (what detecting them buys).
 
 Each question goes to the next annotator, round-robin, among those who have not answered that
 pair. The :data:`~reasoning.simulation.loop.SEED_QUERIES` seed rows of the repeat come first,
@@ -43,7 +44,7 @@ from reasoning.strategies import (
 
 __all__ = ["POLICIES", "TeamRun", "run_team"]
 
-POLICIES = ("trust", "double", "consensus", "consensus-unweighted")
+POLICIES = ("trust", "double", "consensus", "consensus-unweighted", "consensus-nocheck")
 
 Pair = tuple[Hashable, Hashable]
 
@@ -205,10 +206,10 @@ class _Consensus:
         self.run, self.weighted, self.policy = run, weighted, policy
         self.answers: list[Answer] = []
         self.by_pair: dict[Pair, list[Answer]] = {}
-        self.stake: dict[Pair, int] = {}
         self.pending: int | None = None
+        self.stake: dict[Pair, int] = {}
         result = consensus([], range(run.n), weighted=weighted)
-        run.closure = result.closure or Closure(range(run.n))
+        run.closure = result.closure if result.closure is not None else Closure(range(run.n))
         self.view = TeamView(result, self.by_pair, set(run.rows), run.proba, self.stake)
 
     def new_pair(self) -> tuple[int, int] | None:
@@ -250,7 +251,7 @@ class _Consensus:
         else:
             result = consensus(self.answers, range(run.n), weighted=self.weighted)
             self.view.result = result
-            run.closure = result.closure or Closure(range(run.n))
+            run.closure = result.closure if result.closure is not None else Closure(range(run.n))
             run.refresh()
         run.record("check" if choice.check else choice.reason)
 
@@ -292,5 +293,8 @@ def run_team(pairs, X, truth, n: int, team: Team, policy: str, *,
     elif policy == "double":
         _run_double(run)
     else:
-        _Consensus(run, policy == "consensus", ask or AskPolicy()).run_all()
+        ask = ask or AskPolicy()
+        if policy == "consensus-nocheck":
+            ask = AskPolicy(0.0, ask.threshold)
+        _Consensus(run, policy != "consensus-unweighted", ask).run_all()
     return run.finish()
