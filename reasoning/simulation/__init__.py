@@ -66,18 +66,16 @@ __all__ = [
 MODES = ("auc", "coverage")
 
 
-def _refuse(message: str) -> bool:
-    raise ValueError(message)
-
-
-def _one_strategy(strategies: str | Iterable[str]) -> str:
-    """The one strategy of a team run (``all``: the default strategy)."""
+def _simulate_team(data: str | Path, out: str | Path, mode: str,
+                   strategies: str | Iterable[str], team: dict, **common) -> Path:
+    """A team of noisy annotators: coverage mode, one strategy (``all``: the default)."""
+    if mode != "coverage":
+        raise ValueError("a team of annotators needs mode 'coverage'")
     chosen = strategies if isinstance(strategies, str) else ",".join(strategies)
-    if chosen.strip().lower() == "all":
-        return "default"
     if "," in chosen:
         raise ValueError("a team run takes one strategy")
-    return chosen
+    strategy = "default" if chosen.strip().lower() == "all" else chosen
+    return simulate_teams(data, out, strategy=strategy, **common, **team)
 
 
 def simulate(data: str | Path, out: str | Path, domain: str = "all",
@@ -125,11 +123,10 @@ def simulate(data: str | Path, out: str | Path, domain: str = "all",
     Path
         The folder ``out``.
     """
-    if team is not None:  # a team of noisy annotators: coverage mode only
-        _ = mode == "coverage" or _refuse("a team of annotators needs mode 'coverage'")
-        return simulate_teams(data, out, domain=domain, strategy=_one_strategy(strategies),
+    if team is not None:
+        return _simulate_team(data, out, mode, strategies, team, domain=domain,
                               repeats=repeats, seed=seed, jobs=jobs, quick=quick,
-                              progress=progress, **team)
+                              progress=progress)
     if mode == "coverage":
         return simulate_coverage(data, out, domain=domain, strategies=strategies,
                                  repeats=repeats, queries=queries, seed=seed, jobs=jobs,
