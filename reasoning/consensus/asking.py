@@ -15,7 +15,7 @@ and the annotator asking, :meth:`AskPolicy.choose` returns the pair to ask and w
    pairs its answer decided) when it reaches :attr:`AskPolicy.threshold`. After an annotator
    failed a check question, their negative answers on pairs that a path could still make
    positive count as answered at the check failure rate's accuracy: they get second opinions
-   first;
+   first, and never from another annotator who failed a check;
 3. a **check question**, with probability :attr:`AskPolicy.check_rate` (the caller's uniform
    ``draw``; :attr:`AskPolicy.passed_rate` once the annotator passed more checks than they
    failed): a pool pair decided positive only through two or more steps
@@ -255,8 +255,11 @@ class AskPolicy:
         index = {c: k for k, c in enumerate(view.closure.concepts)}
         best, choice = self.threshold, None
         stake = view.stakes()
+        doubtful = annotator in suspects  # their "no" says nothing: no negatives for them
         for pair, value in result.labels.items():
             if pair in result.contested or view.answered(pair, annotator):
+                continue
+            if doubtful and not value:
                 continue
             wrong = self.p_wrong(view, pair, value, suspects)
             if not value and any(a.annotator in suspects for a in view.answers.get(pair, ())):

@@ -248,13 +248,23 @@ def consensus(answers: Sequence[Answer], concepts: Sequence[Hashable], *,
                            prior=prior)
         closure, gave = _consistent(table, fit, concepts, review_order, try_bulk=not seen)
         key = tuple(sorted(gave))
-        if not gave or key in seen:
+        if key in seen or (not gave and not table.check_only.any()):
             break
         seen.add(key)
-        scored = np.full(len(table.pairs), np.nan)
-        for k in gave:  # the order's evidence: the closure's value is the truth here
-            scored[k] = float(not fit.posterior[k] >= 0.5)
+        scored = _order_evidence(table, fit, gave)
     return _result(table, fit, closure, gave, reviewed)
+
+
+def _order_evidence(table: _Table, fit: Fit, gave: list[int]) -> np.ndarray:
+    """What the order says of some answers: a pair that gave way has the closure's value (the
+    opposite of its answers' best), and a pair answered only as a check question the value of
+    the labels it checks (it was added last: its own where they leave it free)."""
+    scored = np.full(len(table.pairs), np.nan)
+    value = fit.posterior >= 0.5
+    scored[table.check_only] = value[table.check_only]
+    for k in gave:
+        scored[k] = float(not value[k])
+    return scored
 
 
 def _result(table: _Table, fit: Fit, closure: Closure, gave: list[int],

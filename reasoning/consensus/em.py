@@ -76,6 +76,13 @@ def fit_one_coin(item: np.ndarray, annotator: np.ndarray, positive: np.ndarray, 
     scored : float array of shape (n_items,), optional
         A value per item (NaN where none) that its annotators are scored against in the
         M-step, while the item's own posterior still comes from its answers.
+
+    Notes
+    -----
+    An item answered once, with no evidence and no score, says nothing about its annotator
+    (its posterior is that very answer), so it stays out of the M-step: an annotator's accuracy
+    comes from the pairs that others answered too, the reviewers' and the order's evidence,
+    and the prior.
     weighted : bool
         False fits one accuracy shared by every annotator (every answer weighs alike).
     prior : float
@@ -90,7 +97,10 @@ def fit_one_coin(item: np.ndarray, annotator: np.ndarray, positive: np.ndarray, 
     truth = np.zeros(n_items) if evidence is None else np.nan_to_num(evidence)
     marked = np.zeros(n_items, dtype=bool) if scored is None else ~np.isnan(scored)
     mark = np.zeros(n_items) if scored is None else np.nan_to_num(scored)
-    counts = np.bincount(annotator, minlength=n_annotators).astype(np.float64)
+    per_item = np.bincount(item, minlength=n_items)
+    informative = ((per_item >= 2) | known | marked)[item]  # per answer
+    counts = np.bincount(annotator, weights=informative.astype(np.float64),
+                         minlength=n_annotators)
     accuracy = np.full(n_annotators, float(prior))
     posterior = np.full(n_items, 0.5)
     for _ in range(_ITERATIONS):
@@ -100,7 +110,7 @@ def fit_one_coin(item: np.ndarray, annotator: np.ndarray, positive: np.ndarray, 
         fresh[known] = truth[known]
         target = np.where(marked, mark, fresh)
         right = np.where(positive, target[item], 1.0 - target[item])
-        agree = np.bincount(annotator, weights=right, minlength=n_annotators)
+        agree = np.bincount(annotator, weights=right * informative, minlength=n_annotators)
         if weighted:
             new = (agree + prior * PSEUDO_COUNT) / (counts + PSEUDO_COUNT)
         else:
