@@ -57,6 +57,15 @@ def _weights(accuracy: np.ndarray) -> np.ndarray:
     return log_odds(np.clip(accuracy, *ACCURACY_RANGE))
 
 
+def _accuracies(agree: np.ndarray, counts: np.ndarray, weighted: bool,
+                prior: float) -> np.ndarray:
+    """The M-step: expected agreements over informative answers, with the Beta prior."""
+    if weighted:
+        return (agree + prior * PSEUDO_COUNT) / (counts + PSEUDO_COUNT)
+    return np.full(len(agree), (agree.sum() + prior * PSEUDO_COUNT)
+                   / (counts.sum() + PSEUDO_COUNT))
+
+
 def fit_one_coin(item: np.ndarray, annotator: np.ndarray, positive: np.ndarray, *,
                  n_items: int, n_annotators: int, evidence: np.ndarray | None = None,
                  scored: np.ndarray | None = None, weighted: bool = True,
@@ -76,13 +85,6 @@ def fit_one_coin(item: np.ndarray, annotator: np.ndarray, positive: np.ndarray, 
     scored : float array of shape (n_items,), optional
         A value per item (NaN where none) that its annotators are scored against in the
         M-step, while the item's own posterior still comes from its answers.
-
-    Notes
-    -----
-    An item answered once, with no evidence and no score, says nothing about its annotator
-    (its posterior is that very answer), so it stays out of the M-step: an annotator's accuracy
-    comes from the pairs that others answered too, the reviewers' and the order's evidence,
-    and the prior.
     weighted : bool
         False fits one accuracy shared by every annotator (every answer weighs alike).
     prior : float
@@ -91,6 +93,11 @@ def fit_one_coin(item: np.ndarray, annotator: np.ndarray, positive: np.ndarray, 
     Returns
     -------
     Fit
+
+    Notes
+    -----
+    An item answered once, with no evidence and no score, says nothing of its annotator (its
+    posterior is that very answer): it stays out of the M-step.
     """
     sign = np.where(positive, 1.0, -1.0)
     known = np.zeros(n_items, dtype=bool) if evidence is None else ~np.isnan(evidence)
@@ -111,11 +118,7 @@ def fit_one_coin(item: np.ndarray, annotator: np.ndarray, positive: np.ndarray, 
         target = np.where(marked, mark, fresh)
         right = np.where(positive, target[item], 1.0 - target[item])
         agree = np.bincount(annotator, weights=right * informative, minlength=n_annotators)
-        if weighted:
-            new = (agree + prior * PSEUDO_COUNT) / (counts + PSEUDO_COUNT)
-        else:
-            new = np.full(n_annotators, (agree.sum() + prior * PSEUDO_COUNT)
-                          / (counts.sum() + PSEUDO_COUNT))
+        new = _accuracies(agree, counts, weighted, prior)
         change = max(np.abs(new - accuracy).max(initial=0.0),
                      np.abs(fresh - posterior).max(initial=0.0))
         accuracy, posterior = new, fresh
