@@ -106,8 +106,7 @@ def fit_one_coin(item: np.ndarray, annotator: np.ndarray, positive: np.ndarray, 
     mark = np.zeros(n_items) if scored is None else np.nan_to_num(scored)
     per_item = np.bincount(item, minlength=n_items)
     informative = ((per_item >= 2) | known | marked)[item]  # per answer
-    counts = np.bincount(annotator, weights=informative.astype(np.float64),
-                         minlength=n_annotators)
+    counts = np.bincount(annotator, weights=informative.astype(float), minlength=n_annotators)
     accuracy = np.full(n_annotators, float(prior))
     posterior = np.full(n_items, 0.5)
     for _ in range(_ITERATIONS):
