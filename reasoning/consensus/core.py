@@ -41,8 +41,8 @@ SETTLE_ODDS = 4.0
 """A pair answered both ways is settled when the answers' likelihood ratio for the winning
 value reaches these odds (two agreeing answers against one at accuracy 0.8 do, 1:1 never)."""
 
-_ROUNDS = 3
-"""The most fits (step 3 twice at most): the gave-way set rarely changes after the second."""
+_ROUNDS = 2
+"""The fits: one on the answers, one more with the order's evidence when it has any."""
 
 Pair = tuple[Hashable, Hashable]
 
@@ -151,6 +151,7 @@ class _Table:
     answers: list[Answer]
     ia: np.ndarray  # per item: the concept index of a
     ib: np.ndarray  # per item: the concept index of b
+    review_order: list[int]  # the reviewed items, the latest resolution first
 
 
 def _table(answers: Sequence[Answer], known: dict[Hashable, int]) -> _Table:
@@ -177,9 +178,10 @@ def _table(answers: Sequence[Answer], known: dict[Hashable, int]) -> _Table:
     check = np.array(check_only, dtype=bool) & np.array(plain_only, dtype=bool)
     ia = np.array([known[p[0]] for p in items], dtype=np.int64)
     ib = np.array([known[p[1]] for p in items], dtype=np.int64)
+    order = sorted(review.values(), key=lambda ans: -ans.order)
     return _Table(list(items), list(people), np.array(item, dtype=np.int64),
                   np.array(who, dtype=np.int64), np.array(value, dtype=bool), reviewed,
-                  check, plain, ia, ib)
+                  check, plain, ia, ib, [items[(ans.a, ans.b)] for ans in order])
 
 
 def _consistent(table: _Table, fit: Fit, concepts: Sequence[Hashable], review_order: list[int],
@@ -235,9 +237,6 @@ def consensus(answers: Sequence[Answer], concepts: Sequence[Hashable], *,
     known = {c: k for k, c in enumerate(dict.fromkeys(concepts))}
     table = _table(answers, known)
     reviewed = ~np.isnan(table.reviewed)
-    _, review = effective_answers(answers)
-    review_order = sorted(np.flatnonzero(reviewed).tolist(),
-                          key=lambda k: -review[table.pairs[k]].order)
     scored = np.full(len(table.pairs), np.nan)
     gave: list[int] = []
     seen: set[tuple[int, ...]] = set()
@@ -246,7 +245,8 @@ def consensus(answers: Sequence[Answer], concepts: Sequence[Hashable], *,
                            n_items=len(table.pairs), n_annotators=len(table.annotators),
                            evidence=table.reviewed, scored=scored, weighted=weighted,
                            prior=prior)
-        closure, gave = _consistent(table, fit, concepts, review_order, try_bulk=not seen)
+        closure, gave = _consistent(table, fit, concepts, table.review_order,
+                                    try_bulk=not seen)
         key = tuple(sorted(gave))
         if key in seen or (not gave and not table.check_only.any()):
             break
