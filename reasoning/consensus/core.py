@@ -10,8 +10,9 @@
    answered only as check questions last); a value that contradicts the labels added before it
    *gives way*: the closure's value stands instead.
 3. **The order as evidence**: an answer on a pair that gave way contradicts the closure of the
-   stronger labels, so the fit is run again with the closure's value as that pair's truth (it
-   counts against its annotator), and step 2 again, until the pairs that give way repeat.
+   stronger labels, and a check question's answer agrees with the labels it checks or not, so
+   the fit is run once more with the closure's value as those pairs' truth (it counts for or
+   against their annotators), and step 2 again.
 
 The labels are always consistent (a strict partial order's labels); they are not an exact
 maximum-likelihood optimum, which is NP-hard in general (the greedy is a heuristic).
