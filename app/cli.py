@@ -98,16 +98,58 @@ def simulate(
     log_questions: Annotated[bool, typer.Option(
         "--log-questions", help=("Also write questions.csv: every pool pair a strategy chose "
                                  "(domain, mode, strategy, repeat, i, a, b)."))] = False,
+    policy: Annotated[str | None, typer.Option(help=(
+        "Coverage mode with a team of noisy annotators: comma list of trust, double, "
+        "consensus, consensus-unweighted (coverage.csv gains policy, noise, answers, "
+        "wrong_pairs, error_rate, positive_f1)."))] = None,
+    noise: Annotated[str | None, typer.Option(help=(
+        "Team: the chance that an answer is wrong, one for all or a comma list per annotator "
+        "(default 0.1)."))] = None,
+    annotators: Annotated[int, typer.Option(min=1, help="Team: the annotators.")] = 5,
+    noise_model: Annotated[str, typer.Option(help=(
+        "Team: independent or direct (answers the direct relation), one for all or a comma "
+        "list per annotator."))] = "independent",
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Team: keep the runs in OUT/runs.jsonl and skip them.")] = False,
+    check_rate: Annotated[float | None, typer.Option(
+        min=0.0, max=1.0, help="Team, consensus: the share of check questions.")] = None,
+    second_opinion_value: Annotated[float | None, typer.Option(
+        min=0.0, help="Team, consensus: the least P(wrong) × pairs at stake asked again."
+    )] = None,
 ) -> None:
-    """Re-run the paper's pool-based experiment (Sec. 5.3), or measure the questions to a
-    complete map (--mode coverage), and write the tables and plots."""
+    """Re-run the paper's experiment (Sec. 5.3), or measure the questions to a complete map
+    (--mode coverage; with --policy, for a team of noisy annotators); write tables and plots."""
     from reasoning.simulation import simulate as run_simulation
 
     if mode not in ("auc", "coverage"):
         raise typer.BadParameter("auc or coverage", param_hint="--mode")
-    run_simulation(data=data, out=out, domain=domain, strategies=strategies, repeats=repeats,
-                   queries=queries, eval_every=eval_every, seed=seed, jobs=jobs, quick=quick,
-                   model_lag=model_lag, mode=mode, log_questions=log_questions)
+    team = _team_options(policy, noise, annotators, noise_model, resume, check_rate,
+                         second_opinion_value)
+    try:
+        run_simulation(data=data, out=out, domain=domain, strategies=strategies,
+                       repeats=repeats, queries=queries, eval_every=eval_every, seed=seed,
+                       jobs=jobs, quick=quick, model_lag=model_lag, mode=mode,
+                       log_questions=log_questions, team=team)
+    except ValueError as exc:
+        if team is None:
+            raise
+        raise typer.BadParameter(str(exc)) from None
+
+
+def _team_options(policy: str | None, noise: str | None, annotators: int, noise_model: str,
+                  resume: bool, check_rate: float | None,
+                  second_opinion_value: float | None) -> dict | None:
+    """The team arguments of the simulation, or None when no team option was given."""
+    if policy is None and noise is None:
+        return None
+    from reasoning.consensus.asking import CHECK_RATE, SECOND_OPINION_VALUE, AskPolicy
+
+    ask = AskPolicy(CHECK_RATE if check_rate is None else check_rate,
+                    SECOND_OPINION_VALUE if second_opinion_value is None
+                    else second_opinion_value)
+    return {"policies": policy or "trust,double,consensus", "noise": noise or "0.1",
+            "annotators": annotators, "noise_model": noise_model, "resume": resume,
+            "ask": ask}
 
 
 @cli.command("import")

@@ -10,8 +10,9 @@
    answered only as check questions last); a value that contradicts the labels added before it
    *gives way*: the closure's value stands instead.
 3. **The order as evidence**: an answer on a pair that gave way contradicts the closure of the
-   stronger labels, so the fit is run again with the closure's value as that pair's truth (it
-   counts against its annotator), and step 2 again, until the pairs that give way repeat.
+   stronger labels, and a check question's answer agrees with the labels it checks or not, so
+   the fit is run once more with the closure's value as those pairs' truth (it counts for or
+   against their annotators), and step 2 again.
 
 The labels are always consistent (a strict partial order's labels); they are not an exact
 maximum-likelihood optimum, which is NP-hard in general (the greedy is a heuristic).
@@ -41,8 +42,8 @@ SETTLE_ODDS = 4.0
 """A pair answered both ways is settled when the answers' likelihood ratio for the winning
 value reaches these odds (two agreeing answers against one at accuracy 0.8 do, 1:1 never)."""
 
-_ROUNDS = 3
-"""The most fits (step 3 twice at most): the gave-way set rarely changes after the second."""
+_ROUNDS = 2
+"""The fits: one on the answers, one more with the order's evidence when it has any."""
 
 Pair = tuple[Hashable, Hashable]
 
@@ -87,6 +88,8 @@ class Consensus:
         (:data:`SETTLE_ODDS`), or gave way; never one a reviewer resolved.
     values : dict
         Per answered pair, its value in the closure of ``labels``.
+    closure : Closure or None
+        The closure of ``labels`` (do not mutate; :meth:`Closure.copy` first).
     """
 
     labels: dict[Pair, bool]
@@ -95,6 +98,7 @@ class Consensus:
     gave_way: list[Pair]
     contested: dict[Pair, list[Answer]]
     values: dict[Pair, bool] = field(default_factory=dict)
+    closure: Closure | None = field(default=None, compare=False, repr=False)
 
 
 def effective_answers(answers: Iterable[Answer]) -> tuple[list[Answer], dict[Pair, Answer]]:
@@ -148,6 +152,7 @@ class _Table:
     answers: list[Answer]
     ia: np.ndarray  # per item: the concept index of a
     ib: np.ndarray  # per item: the concept index of b
+    review_order: list[int]  # the reviewed items, the latest resolution first
 
 
 def _table(answers: Sequence[Answer], known: dict[Hashable, int]) -> _Table:
@@ -174,9 +179,10 @@ def _table(answers: Sequence[Answer], known: dict[Hashable, int]) -> _Table:
     check = np.array(check_only, dtype=bool) & np.array(plain_only, dtype=bool)
     ia = np.array([known[p[0]] for p in items], dtype=np.int64)
     ib = np.array([known[p[1]] for p in items], dtype=np.int64)
+    order = sorted(review.values(), key=lambda ans: -ans.order)
     return _Table(list(items), list(people), np.array(item, dtype=np.int64),
                   np.array(who, dtype=np.int64), np.array(value, dtype=bool), reviewed,
-                  check, plain, ia, ib)
+                  check, plain, ia, ib, [items[(ans.a, ans.b)] for ans in order])
 
 
 def _consistent(table: _Table, fit: Fit, concepts: Sequence[Hashable], review_order: list[int],
@@ -232,9 +238,6 @@ def consensus(answers: Sequence[Answer], concepts: Sequence[Hashable], *,
     known = {c: k for k, c in enumerate(dict.fromkeys(concepts))}
     table = _table(answers, known)
     reviewed = ~np.isnan(table.reviewed)
-    _, review = effective_answers(answers)
-    review_order = sorted(np.flatnonzero(reviewed).tolist(),
-                          key=lambda k: -review[table.pairs[k]].order)
     scored = np.full(len(table.pairs), np.nan)
     gave: list[int] = []
     seen: set[tuple[int, ...]] = set()
@@ -243,15 +246,26 @@ def consensus(answers: Sequence[Answer], concepts: Sequence[Hashable], *,
                            n_items=len(table.pairs), n_annotators=len(table.annotators),
                            evidence=table.reviewed, scored=scored, weighted=weighted,
                            prior=prior)
-        closure, gave = _consistent(table, fit, concepts, review_order, try_bulk=not seen)
+        closure, gave = _consistent(table, fit, concepts, table.review_order,
+                                    try_bulk=not seen)
         key = tuple(sorted(gave))
-        if not gave or key in seen:
+        if key in seen or (not gave and not table.check_only.any()):
             break
         seen.add(key)
-        scored = np.full(len(table.pairs), np.nan)
-        for k in gave:  # the order's evidence: the closure's value is the truth here
-            scored[k] = float(not fit.posterior[k] >= 0.5)
+        scored = _order_evidence(table, fit, gave)
     return _result(table, fit, closure, gave, reviewed)
+
+
+def _order_evidence(table: _Table, fit: Fit, gave: list[int]) -> np.ndarray:
+    """What the order says of some answers: a pair that gave way has the closure's value (the
+    opposite of its answers' best), and a pair answered only as a check question the value of
+    the labels it checks (it was added last: its own where they leave it free)."""
+    scored = np.full(len(table.pairs), np.nan)
+    value = fit.posterior >= 0.5
+    scored[table.check_only] = value[table.check_only]
+    for k in gave:
+        scored[k] = float(not value[k])
+    return scored
 
 
 def _result(table: _Table, fit: Fit, closure: Closure, gave: list[int],
@@ -278,6 +292,7 @@ def _result(table: _Table, fit: Fit, closure: Closure, gave: list[int],
         gave_way=[pairs[k] for k in gave],
         contested=contested,
         values={p: bool(closed[k]) for k, p in enumerate(pairs)},
+        closure=closure,
     )
 
 

@@ -19,7 +19,7 @@ PSEUDO_COUNT = 2.0
 """Answers' worth of the prior accuracy added to each annotator's counts (a Beta prior), so
 that an annotator with three answers is not estimated perfect or useless."""
 
-ACCURACY_RANGE = (0.5 + 1e-3, 0.995)
+ACCURACY_RANGE = (0.5 + 1e-3, 0.999)
 """The accuracies a weight is computed from: no annotator counts against their own answers
 (below one half) and none is taken as infallible."""
 
@@ -57,6 +57,15 @@ def _weights(accuracy: np.ndarray) -> np.ndarray:
     return log_odds(np.clip(accuracy, *ACCURACY_RANGE))
 
 
+def _accuracies(agree: np.ndarray, counts: np.ndarray, weighted: bool,
+                prior: float) -> np.ndarray:
+    """The M-step: expected agreements over informative answers, with the Beta prior."""
+    if weighted:
+        return (agree + prior * PSEUDO_COUNT) / (counts + PSEUDO_COUNT)
+    return np.full(len(agree), (agree.sum() + prior * PSEUDO_COUNT)
+                   / (counts.sum() + PSEUDO_COUNT))
+
+
 def fit_one_coin(item: np.ndarray, annotator: np.ndarray, positive: np.ndarray, *,
                  n_items: int, n_annotators: int, evidence: np.ndarray | None = None,
                  scored: np.ndarray | None = None, weighted: bool = True,
@@ -84,13 +93,20 @@ def fit_one_coin(item: np.ndarray, annotator: np.ndarray, positive: np.ndarray, 
     Returns
     -------
     Fit
+
+    Notes
+    -----
+    An item answered once, with no evidence and no score, says nothing of its annotator (its
+    posterior is that very answer): it stays out of the M-step.
     """
     sign = np.where(positive, 1.0, -1.0)
     known = np.zeros(n_items, dtype=bool) if evidence is None else ~np.isnan(evidence)
     truth = np.zeros(n_items) if evidence is None else np.nan_to_num(evidence)
     marked = np.zeros(n_items, dtype=bool) if scored is None else ~np.isnan(scored)
     mark = np.zeros(n_items) if scored is None else np.nan_to_num(scored)
-    counts = np.bincount(annotator, minlength=n_annotators).astype(np.float64)
+    per_item = np.bincount(item, minlength=n_items)
+    informative = ((per_item >= 2) | known | marked)[item]  # per answer
+    counts = np.bincount(annotator, weights=informative.astype(float), minlength=n_annotators)
     accuracy = np.full(n_annotators, float(prior))
     posterior = np.full(n_items, 0.5)
     for _ in range(_ITERATIONS):
@@ -100,12 +116,8 @@ def fit_one_coin(item: np.ndarray, annotator: np.ndarray, positive: np.ndarray, 
         fresh[known] = truth[known]
         target = np.where(marked, mark, fresh)
         right = np.where(positive, target[item], 1.0 - target[item])
-        agree = np.bincount(annotator, weights=right, minlength=n_annotators)
-        if weighted:
-            new = (agree + prior * PSEUDO_COUNT) / (counts + PSEUDO_COUNT)
-        else:
-            new = np.full(n_annotators, (agree.sum() + prior * PSEUDO_COUNT)
-                          / (counts.sum() + PSEUDO_COUNT))
+        agree = np.bincount(annotator, weights=right * informative, minlength=n_annotators)
+        new = _accuracies(agree, counts, weighted, prior)
         change = max(np.abs(new - accuracy).max(initial=0.0),
                      np.abs(fresh - posterior).max(initial=0.0))
         accuracy, posterior = new, fresh

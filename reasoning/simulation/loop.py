@@ -21,7 +21,7 @@ from reasoning.closure import Closure
 from reasoning.simulation.oracle import Oracle
 from reasoning.strategies import Strategy, fit_model, model_inputs, select
 
-__all__ = ["SEED_QUERIES", "Asking", "Chooser", "Question", "ask_by_strategy"]
+__all__ = ["SEED_QUERIES", "Asking", "Chooser", "Question", "ask_by_strategy", "fit_chooser"]
 
 SEED_QUERIES = 20
 """Random pool pairs asked before the strategy takes over (the paper's 20)."""
@@ -133,7 +133,7 @@ def ask_by_strategy(asking: Asking, chooser: Chooser, *, queries: float = math.i
         known = asking.known(strategy)
         candidates = known < 0
         if candidates.any():
-            models.append(_fit(chooser, pool, known))
+            models.append(fit_chooser(chooser, pool, known))
             chosen = select(strategy, closure=asking.closure if strategy.uses_closure else None,
                             pool=pool, X=chooser.X, candidates=candidates, model=models[0],
                             random_state=chooser.rng)
@@ -144,7 +144,7 @@ def ask_by_strategy(asking: Asking, chooser: Chooser, *, queries: float = math.i
         step += 1
 
 
-def _fit(chooser: Chooser, pool: np.ndarray, known: np.ndarray):
+def fit_chooser(chooser: Chooser, pool: np.ndarray, known: np.ndarray):
     """The strategy's model fitted on the rows it knows (None: it needs none, or cannot)."""
     strategy = chooser.strategy
     if not strategy.needs_model:

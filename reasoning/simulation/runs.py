@@ -9,7 +9,7 @@ with one BLAS thread each and returns every result with its seconds.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from functools import lru_cache
 from pathlib import Path
@@ -69,11 +69,13 @@ def _timed(task: T) -> tuple[T, Any, float]:
     return task, result, time.perf_counter() - start
 
 
-def run_tasks(tasks: Sequence[T], jobs: int, label: str,
-              progress: bool) -> list[tuple[T, Any, float]]:
+def run_tasks(tasks: Sequence[T], jobs: int, label: str, progress: bool,
+              on_result: Callable[[T, Any, float], None] | None = None
+              ) -> list[tuple[T, Any, float]]:
     """Every task's result and seconds, in completion order, over ``jobs`` worker processes.
 
-    One BLAS thread per worker; a tqdm bar named ``label`` counts the finished runs.
+    One BLAS thread per worker; a tqdm bar named ``label`` counts the finished runs;
+    ``on_result`` is called with each one as it finishes (to write it at once).
     """
     bar = tqdm(total=len(tasks), desc=label, unit="run", disable=not progress)
     results = []
@@ -82,12 +84,16 @@ def run_tasks(tasks: Sequence[T], jobs: int, label: str,
             limit_threads()  # BLAS threads only stall the model fits on a busy machine
             for task in tasks:
                 results.append(_timed(task))
+                if on_result is not None:
+                    on_result(*results[-1])
                 bar.update()
         else:
             with ProcessPoolExecutor(max_workers=jobs, initializer=limit_threads) as pool:
                 futures = [pool.submit(_timed, task) for task in tasks]
                 for future in as_completed(futures):
                     results.append(future.result())
+                    if on_result is not None:
+                        on_result(*results[-1])
                     bar.update()
     finally:
         bar.close()

@@ -1,0 +1,281 @@
+"""Which question a team member gets next: a new pair, a second opinion, a disagreement, a check.
+
+:class:`AskPolicy` is pure: given what the team answered (:class:`TeamView`: the answers per
+pair, the consensus and its closure, the model's probabilities and what each answer decided)
+and the annotator asking, :meth:`AskPolicy.choose` returns the pair to ask and why
+(:class:`Choice`), in this order:
+
+1. ``disagreement``: a link of an open disagreement (the contested pair itself, or for a pair
+   that gave way, an asserted label of the proof that overrules it) that this annotator has
+   not answered; the least settled first (confidence nearest one half), then the one with the
+   most pool pairs at stake;
+2. ``second-opinion``: the decided pair with the greatest value of information
+   ``P(wrong) × stake`` (P from the answers' accuracies and the model's probability,
+   :func:`~reasoning.consensus.core.p_wrong` generalised to several answers; ``stake`` the pool
+   pairs its answer decided) when it reaches :attr:`AskPolicy.threshold`. After an annotator
+   failed a check question, their negative answers on pairs that a path could still make
+   positive count as answered at the check failure rate's accuracy: they get second opinions
+   first, and never from another annotator who failed a check;
+3. a **check question**, with probability :attr:`AskPolicy.check_rate` (the caller's uniform
+   ``draw``; :attr:`AskPolicy.passed_rate` once the annotator passed more checks than they
+   failed): a pool pair decided positive only through two or more steps
+   (:func:`~reasoning.consensus.core.check_candidates`); its reason says ``new``, like any
+   other, so that the annotator cannot tell;
+4. ``new``: the strategy's choice among the undecided pool pairs (the caller's ``new_pair``,
+   called only when needed: fitting the strategy's model is the expensive part).
+
+Never a pair the annotator already answered (anonymous answers included); never showing
+earlier answers (a :class:`Choice` carries none).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection, Hashable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from reasoning.closure import Closure
+from reasoning.consensus.core import Answer, Consensus, check_candidates
+from reasoning.consensus.em import ACCURACY_RANGE
+
+__all__ = [
+    "CHECK_RATE",
+    "CHECK_RATE_PASSED",
+    "REASONS",
+    "SECOND_OPINION_VALUE",
+    "AskPolicy",
+    "Choice",
+    "TeamView",
+    "stakes",
+]
+
+CHECK_RATE = 0.05
+"""The share of an annotator's questions that are check questions (one in twenty) until they
+pass one, and for as long as they have failed more than they passed: enough to catch an
+annotator who answers the direct relation within their first few dozen answers."""
+
+CHECK_RATE_PASSED = 0.01
+"""The share of check questions for an annotator who passed more checks than they failed."""
+
+SECOND_OPINION_VALUE = 0.3
+"""The least value of information, P(wrong) × pool pairs at stake, worth a second opinion."""
+
+REASONS = ("new", "second-opinion", "disagreement")
+
+Pair = tuple[Hashable, Hashable]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The pair to ask, why (one of :data:`REASONS`), and whether it is a check question."""
+
+    a: Hashable
+    b: Hashable
+    reason: str
+    check: bool = False
+
+
+@dataclass
+class TeamView:
+    """What the team answered, as the policy reads it.
+
+    Attributes
+    ----------
+    result : Consensus
+        The consensus of every answer (its ``closure`` set).
+    answers : mapping
+        Per answered pair, the answers that count on it.
+    pool : collection
+        The pool pairs (checks and new pairs come from it).
+    proba : mapping
+        The model's P(positive) per pair (missing: one half).
+    stake : mapping, optional
+        Per answered pair, the pool pairs at stake: those its first answer newly decided (the
+        service's ``decided`` of that answer; the simulation counts them). Without it,
+        :func:`stakes` of the closure (an upper bound that counts pairs other labels decide
+        too; in simulation it asked more second opinions for fewer errors caught).
+    """
+
+    result: Consensus
+    answers: Mapping[Pair, list[Answer]]
+    pool: Collection[Pair]
+    proba: Mapping[Pair, float] = field(default_factory=dict)
+    stake: Mapping[Pair, int] | None = None
+
+    def stakes(self) -> Mapping[Pair, int]:
+        """The pool pairs at stake per asserted label (``stake``, or computed)."""
+        if self.stake is not None:
+            return self.stake
+        return stakes(self.closure, self.result.labels, self.pool)
+
+    @property
+    def closure(self) -> Closure:
+        closure = self.result.closure
+        assert closure is not None, "a consensus without its closure"
+        return closure
+
+    def answered(self, pair: Pair, annotator: str | None) -> bool:
+        """True when ``annotator`` (None: anonymous) has an answer on ``pair``."""
+        return any(ans.annotator == annotator for ans in self.answers.get(pair, ()))
+
+    def checks(self, annotator: str | None) -> tuple[int, int]:
+        """The check questions ``annotator`` answered, and how many negative."""
+        asked = failed = 0
+        for answers in self.answers.values():
+            for ans in answers:
+                if ans.annotator == annotator and ans.check:
+                    asked += 1
+                    failed += not ans.positive
+        return asked, failed
+
+
+def stakes(closure: Closure, labels: Mapping[Pair, bool], pool: Collection[Pair]
+           ) -> dict[Pair, int]:
+    """Per label, the pool pairs decided through it (what a wrong answer there gets wrong).
+
+    A negative ``(a, b)`` decides ``D*(a) × A*(b)`` negative; a positive one ``A*(a) × D*(b)``
+    positive and their mirrors negative (closure.md). The count includes pool pairs that
+    other labels decide as well: an upper bound, computed for every label at once from the
+    closure's dense relation.
+    """
+    if not labels or not pool:
+        return {}
+    index = {c: k for k, c in enumerate(closure.concepts)}
+    positive, _ = closure.matrices()
+    reach = positive | np.eye(closure.n, dtype=bool)  # reach[u, x]: x in D*(u)
+    px = np.fromiter((index[p[0]] for p in pool), dtype=np.int64, count=len(pool))
+    py = np.fromiter((index[p[1]] for p in pool), dtype=np.int64, count=len(pool))
+    keys = list(labels)
+    la = np.fromiter((index[p[0]] for p in keys), dtype=np.int64, count=len(keys))
+    lb = np.fromiter((index[p[1]] for p in keys), dtype=np.int64, count=len(keys))
+    value = np.fromiter((labels[p] for p in keys), dtype=bool, count=len(keys))
+    out = np.zeros(len(keys), dtype=np.int64)
+    neg = np.flatnonzero(~value)
+    if len(neg):
+        out[neg] = (reach[la[neg]][:, px] & reach[py][:, lb[neg]].T).sum(axis=1)
+    pos = np.flatnonzero(value)
+    if len(pos):
+        ancestors = reach[:, la[pos]].T  # [k, x]: x in A*(a_k)
+        descendants = reach[lb[pos]]  # [k, y]: y in D*(b_k)
+        out[pos] = ((ancestors[:, px] & descendants[:, py]).sum(axis=1)
+                    + (ancestors[:, py] & descendants[:, px]).sum(axis=1))
+    return {p: int(max(c, 1)) for p, c in zip(keys, out.tolist(), strict=True)}
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1.0 - 1e-6)
+    return math.log(p / (1.0 - p))
+
+
+@dataclass(frozen=True)
+class AskPolicy:
+    """The question-choosing policy of a team (module docstring); pure and reusable."""
+
+    check_rate: float = CHECK_RATE
+    threshold: float = SECOND_OPINION_VALUE
+    passed_rate: float = CHECK_RATE_PASSED
+
+    def rate(self, view: TeamView, annotator: str | None) -> float:
+        """The chance that ``annotator``'s next question is a check question."""
+        asked, failed = view.checks(annotator)
+        return self.passed_rate if asked - failed > failed else self.check_rate
+
+    def choose(self, view: TeamView, annotator: str | None, *, draw: float = 1.0,
+               new_pair: Callable[[], Pair | None] = lambda: None) -> Choice | None:
+        """The next question for ``annotator``, or None when there is none for them.
+
+        ``draw`` is a uniform number in [0, 1) from the caller (below :attr:`check_rate`: a
+        check question, if one is left).
+        """
+        found = self.disagreement(view, annotator)
+        if found is not None:
+            return found
+        found = self.second_opinion(view, annotator)
+        if found is not None:
+            return found
+        rate = min(self.rate(view, annotator), self.check_rate)
+        if draw < rate:
+            found = self.check(view, annotator, draw / rate)
+            if found is not None:
+                return found
+        pair = new_pair()
+        return None if pair is None else Choice(pair[0], pair[1], "new")
+
+    def disagreement(self, view: TeamView, annotator: str | None) -> Choice | None:
+        """A link of an open disagreement that ``annotator`` has not answered."""
+        result = view.result
+        best: tuple[float, int] | None = None
+        choice = None
+        gave = set(result.gave_way)
+        stake = view.stakes() if result.contested else {}
+        for pair in result.contested:
+            links = [pair]
+            if pair in gave:
+                proof = view.closure.proof(*pair)
+                if proof is not None:
+                    links += [(lab.a, lab.b) for lab in proof.labels]
+            for link in links:
+                if view.answered(link, annotator):
+                    continue
+                key = (abs(result.confidence.get(link, 0.5) - 0.5), -stake.get(link, 1))
+                if best is None or key < best:
+                    best, choice = key, link
+        return None if choice is None else Choice(choice[0], choice[1], "disagreement")
+
+    def p_wrong(self, view: TeamView, pair: Pair, value: bool,
+                suspects: Mapping[str | None, float]) -> float:
+        """P(the consensus value of ``pair`` is wrong): its answers' accuracies and the
+        model's probability, Bayes (independent answers)."""
+        accuracy = view.result.accuracy
+        odds = _logit(view.proba.get(pair, 0.5)) * (1 if value else -1)
+        for ans in view.answers.get(pair, ()):
+            acc = accuracy.get(ans.annotator, 0.9)
+            if not ans.positive and ans.annotator in suspects:
+                acc = min(acc, suspects[ans.annotator])
+            acc = min(max(acc, ACCURACY_RANGE[0]), ACCURACY_RANGE[1])
+            odds += _logit(acc) * (1 if ans.positive == value else -1)
+        return 1.0 / (1.0 + math.exp(odds))
+
+    def suspects(self, view: TeamView) -> dict[str | None, float]:
+        """Annotators who failed a check, with the accuracy their negatives are taken at."""
+        out: dict[str | None, float] = {}
+        for name in view.result.accuracy:
+            asked, failed = view.checks(name)
+            if failed:
+                out[name] = 1.0 - (failed + 0.1) / (asked + 1.0)
+        return out
+
+    def second_opinion(self, view: TeamView, annotator: str | None) -> Choice | None:
+        """The decided pair of greatest value of information, if it reaches the threshold."""
+        result = view.result
+        suspects = self.suspects(view)
+        down, _, _, _ = view.closure.reach()
+        index = {c: k for k, c in enumerate(view.closure.concepts)}
+        best, choice = self.threshold, None
+        stake = view.stakes()
+        doubtful = annotator in suspects  # their "no" says nothing: no negatives for them
+        for pair, value in result.labels.items():
+            if pair in result.contested or view.answered(pair, annotator):
+                continue
+            if doubtful and not value:
+                continue
+            wrong = self.p_wrong(view, pair, value, suspects)
+            if not value and any(a.annotator in suspects for a in view.answers.get(pair, ())):
+                if down[index[pair[1]]] >> index[pair[0]] & 1:
+                    continue  # b precedes a: no path can make (a, b) positive
+            score = wrong * stake.get(pair, 1)
+            if score >= best:
+                best, choice = score, pair
+        return None if choice is None else Choice(choice[0], choice[1], "second-opinion")
+
+    def check(self, view: TeamView, annotator: str | None, draw: float) -> Choice | None:
+        """A pool pair decided positive only through two or more steps, unanswered by
+        ``annotator`` (``draw`` in [0, 1) picks among them)."""
+        candidates = [p for p in check_candidates(view.closure, view.answers)
+                      if p in view.pool and not view.answered(p, annotator)]
+        if not candidates:
+            return None
+        pair = candidates[min(int(draw * len(candidates)), len(candidates) - 1)]
+        return Choice(pair[0], pair[1], "new", check=True)
