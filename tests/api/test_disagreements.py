@@ -7,6 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import app.services.asking as asking
+from reasoning.consensus.asking import AskPolicy
 from tests.api.conftest import assert_problem, label, new_project
 
 CONCEPTS = ["a", "b", "c", "d"]
@@ -125,7 +126,8 @@ def test_next_asks_second_opinions_where_an_answer_decides_much(client: TestClie
 
 def test_a_check_question_is_marked_and_a_no_fails_it(client: TestClient,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(asking, "CHECK_RATE", 1.0)  # every question a check, when one is left
+    # every question a check, when one is left
+    monkeypatch.setattr(asking, "POLICY", AskPolicy(check_rate=1.0, passed_rate=1.0))
     names = ["x", "y", "z"]
     pairs = [("x", "y", [0.0]), ("y", "z", [1.0]), ("x", "z", [2.0])]
     pid = new_project(client, names, pairs, policy="consensus")
