@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from app.db import write_transaction
@@ -12,7 +12,7 @@ from app.security import hash_key, new_key
 from app.services.labels.consensus import adopt_consensus
 from app.services.state import ProjectState, StateRegistry
 from app.services.unit import ProjectOpener, ProjectWork
-from models import Project
+from models import Disagreement, Project, utcnow
 
 __all__ = [
     "create_project",
@@ -97,6 +97,11 @@ def update_project(session: Session, project_id: int, body: ProjectUpdate,
     with write_transaction(session, project_id) as project:
         assert project is not None
         to_consensus = to_consensus and project.policy != "consensus"
+        if changes.get("policy") == "strict" and project.policy == "consensus":
+            # strict settles nothing by answers: what stays in dispute is not listed as open
+            session.execute(update(Disagreement).where(
+                Disagreement.project_id == project_id, Disagreement.closed_at.is_(None))
+                .values(closed_at=utcnow()))
         for field in ("name", "prediction_model", "policy", "question"):
             if changes.get(field) is not None and not (field == "policy" and to_consensus):
                 setattr(project, field, changes[field])

@@ -142,6 +142,11 @@ def test_bulk_labels_in_consensus_are_answers_never_refused(client: TestClient) 
     assert_problem(bad, 422, "unknown-concept")
 
 
+def _open(client: TestClient, pid: int) -> list[tuple[str, str]]:
+    return [(d["a"], d["b"]) for d in client.get(
+        f"/projects/{pid}/disagreements", params={"state": "open"}).json()["items"]]
+
+
 def test_policy_change_both_ways(client: TestClient) -> None:
     pid = new_project(client, CONCEPTS)
     assert label(client, pid, "a", "b", annotator="ann").status_code == 201
@@ -151,11 +156,13 @@ def test_policy_change_both_ways(client: TestClient) -> None:
     switched = client.patch(f"/projects/{pid}", json={"policy": "consensus"})
     assert switched.status_code == 200 and switched.json()["policy"] == "consensus"
     assert _asserted(client, pid) == {("a", "b"): "negative"}  # the refused answers counted
-    assert label(client, pid, "b", "c", annotator="ann").status_code == 201
+    assert label(client, pid, "b", "c", annotator="eve").status_code == 201
+    assert label(client, pid, "b", "c", "negative", annotator="fay").status_code == 201
+    assert _open(client, pid) == [("b", "c")]  # one against one, alike: in dispute
     kept = _asserted(client, pid)
     back = client.patch(f"/projects/{pid}", json={"policy": "strict"})
     assert back.json()["policy"] == "strict"
-    assert _asserted(client, pid) == kept
+    assert _asserted(client, pid) == kept and _open(client, pid) == []
     assert_problem(label(client, pid, "a", "b", annotator="dan"), 409, "contradiction")
 
 
