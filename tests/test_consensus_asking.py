@@ -56,7 +56,7 @@ def test_a_failed_check_makes_that_annotators_negatives_suspect():
                Answer(0, 2, False, "d", check=True), Answer(3, 4, False, "d"),
                Answer(5, 6, False, "e")]
     pool = [(0, 1), (1, 2), (0, 2), (3, 4), (5, 6)]
-    view = _view(answers, range(7), pool, stake={p: 2 for p in pool})
+    view = _view(answers, range(7), pool, stake=dict.fromkeys(pool, 2))
     policy = AskPolicy(check_rate=0, threshold=0.5)
     assert policy.suspects(view) == {"d": pytest.approx(1 - 1.1 / 2)}
     choice = policy.second_opinion(view, "c")
@@ -67,7 +67,7 @@ def test_check_questions_come_at_the_rate_and_are_check_candidates():
     closure_answers = [Answer(0, 1, True, "a"), Answer(1, 2, True, "a"),
                        Answer(2, 3, True, "a")]
     pool = list(itertools.permutations(range(4), 2))
-    view = _view(closure_answers, range(4), pool, stake={p: 1 for p in pool})
+    view = _view(closure_answers, range(4), pool, stake=dict.fromkeys(pool, 1))
     policy = AskPolicy(threshold=1e9)
     expected = set(check_candidates(view.closure, view.answers))
     assert expected == {(0, 2), (1, 3), (0, 3)}
