@@ -180,3 +180,19 @@ def test_resume_skips_the_finished_runs(tmp_path, monkeypatch):
     assert len(keys) == len(set(keys)) == 6
     simulate_teams(tmp_path / "data", out, **args)  # without resume: a fresh file
     assert len((out / "runs.jsonl").read_text().splitlines()) == 3
+
+
+def test_a_team_that_answers_the_direct_relation_is_no_perfect_annotator():
+    from reasoning.simulation.team_report import team_table
+
+    def row(policy: str, model: str, answers: int, repeat: int = 0) -> dict:
+        return {"domain": "d", "pool": 10, "policy": policy, "noise": "0.0",
+                "noise_model": model, "annotators": 5, "repeat": repeat, "answers": answers,
+                "error_rate": 0.0 if model == "independent" else 0.2, "positive_f1": 1.0,
+                "second_opinions": 0, "disagreements": 0, "checks": 0}
+
+    text = team_table([row("trust", "independent", 100), row("trust", "direct", 130),
+                       row("consensus", "direct", 260)])
+    assert "the perfect annotator: 100 answers, 1 repeats" in text
+    direct = text.split("noise model direct")[1]
+    assert "| trust | 1 | 130 | 1.30 |" in direct and "| consensus | 1 | 260 | 2.60 |" in direct

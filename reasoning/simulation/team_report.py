@@ -35,8 +35,11 @@ def _team(row: dict) -> tuple[str, str]:
 
 
 def _perfect(row: dict) -> bool:
+    """One annotator who never errs: ``trust`` at noise 0, every annotator independent (a
+    team that answers the direct relation at noise 0 errs all the same)."""
     return row["policy"] == "trust" and all(
-        float(x) == 0.0 for x in str(row["noise"]).split(","))
+        float(x) == 0.0 for x in str(row["noise"]).split(",")) and all(
+        m == "independent" for m in str(row["noise_model"]).split(","))
 
 
 def _cell(values: Sequence[float], scale: float = 1.0, digits: int = 1) -> str:
@@ -106,37 +109,64 @@ def team_table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+_COLOURS = {"trust": "tab:red", "double": "tab:grey", "consensus": "tab:blue",
+            "consensus-unweighted": "tab:orange", "consensus-nocheck": "tab:green"}
+
+
+def _team_title(team: tuple[str, str]) -> str:
+    noise, model = team
+    models = model.split(",")
+    who = model if len(set(models)) == 1 else ", ".join(
+        f"{models.count(m)} {m}" for m in dict.fromkeys(models))
+    return f"ε {noise}; {who}"
+
+
 def plot_teams(lines: list[dict], path: Path) -> None:
-    """The wrong share of the pool against the answers, mean per domain, team and policy."""
-    curves: dict[tuple[str, str], list[np.ndarray]] = defaultdict(list)
+    """The wrong share of the pool against the answers: one panel per domain (row) and team
+    (column), the mean curve of each policy in its own colour."""
+    curves: dict[tuple[str, tuple[str, str], str], list[np.ndarray]] = defaultdict(list)
     pools: dict[str, int] = {}
     for line in lines:
         row = line["row"]
         if _perfect(row):
             continue
         pools[row["domain"]] = row["pool"]
-        label = f"{row['policy']} (ε {row['noise']}, {row['noise_model']})"
-        curves[(row["domain"], label)].append(np.asarray(line["wrong"], dtype=np.float64))
+        curves[(row["domain"], _team(row), row["policy"])].append(
+            np.asarray(line["wrong"], dtype=np.float64))
     domains = list(pools)
+    teams = list(dict.fromkeys(team for _, team, _ in curves))
     if not domains:
         return
-    fig = Figure(figsize=(6.4 * len(domains), 4.6), layout="constrained")
-    axes = fig.subplots(1, len(domains), squeeze=False)[0]
-    for ax, domain in zip(axes, domains, strict=True):
-        for (d, label), runs in curves.items():
-            if d != domain:
-                continue
-            length = max(len(r) for r in runs)
-            padded = np.array([np.pad(r, (0, length - len(r)), mode="edge") for r in runs])
-            ax.plot(np.arange(1, length + 1), 100 * padded.mean(axis=0) / pools[domain],
-                    linewidth=1.3, label=label)
-        ax.set_title(domain)
-        ax.set_xlabel("answers (check and seed questions included)")
-        ax.set_ylabel("wrong or undecided, % of the pool")
-        ax.set_yscale("log")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=6, loc="upper right")
-    fig.savefig(path, dpi=110)
+    cols = min(3, len(teams))
+    per = -(-len(teams) // cols)  # rows of panels per domain
+    fig = Figure(figsize=(4.6 * cols, 3.4 * per * len(domains)), layout="constrained")
+    grid = fig.subplots(per * len(domains), cols, squeeze=False, sharey=True)
+
+    def axis(domain: str, team: tuple[str, str]):
+        k = teams.index(team)
+        return grid[domains.index(domain) * per + k // cols][k % cols]
+
+    for (domain, team, policy), runs in curves.items():
+        length = max(len(r) for r in runs)
+        padded = np.array([np.pad(r, (0, length - len(r)), mode="edge") for r in runs])
+        axis(domain, team).plot(np.arange(1, length + 1),
+                                100 * padded.mean(axis=0) / pools[domain], linewidth=1.3,
+                                color=_COLOURS.get(policy), label=f"{policy} ({len(runs)})")
+    for ax in grid.flat:
+        ax.set_visible(False)
+    for domain in domains:
+        for team in teams:
+            ax = axis(domain, team)
+            ax.set_visible(True)
+            ax.set_title(f"{domain}: {_team_title(team)}", fontsize=9)
+            ax.set_yscale("log")
+            ax.grid(alpha=0.3)
+            if ax.lines:
+                ax.legend(fontsize=7, loc="upper right", title="policy (repeats)",
+                          title_fontsize=7)
+            ax.set_xlabel("answers (seed and check questions included)", fontsize=8)
+            ax.set_ylabel("wrong or undecided, % of pool", fontsize=8)
+    fig.savefig(path, dpi=100)
 
 
 def write_reports(out: Path, lines: list[dict], fields: Sequence[str]) -> None:
