@@ -18,28 +18,16 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.schemas import AgreementRead
+from app.services.labels.consensus import core_answers, live_answers
 from app.services.state import ProjectState
 from models import Answer, Project
-from reasoning.consensus import Answer as Evidence
 from reasoning.consensus import agreement, consensus
 
-__all__ = ["agreement_view", "live_answers"]
+__all__ = ["agreement_view"]
 
 _CACHED = 16
 _cache: OrderedDict[tuple[int, str, int], tuple[tuple[int, ...], AgreementRead]] = OrderedDict()
 _lock = threading.Lock()
-
-
-def live_answers(session: Session, project_id: int) -> list[Evidence]:
-    """The project's live answers as the consensus reads them, in arrival order."""
-    rows = session.execute(
-        select(Answer.id, Answer.a_id, Answer.b_id, Answer.positive, Answer.annotator,
-               Answer.role, Answer.check_question)
-        .where(Answer.project_id == project_id, Answer.retracted_at.is_(None))
-        .order_by(Answer.id))
-    return [Evidence(a, b, positive, annotator, reviewer=role == "reviewer",
-                     check=bool(check), order=answer_id)
-            for answer_id, a, b, positive, annotator, role, check in rows]
 
 
 def _fingerprint(session: Session, project_id: int) -> tuple[int, ...]:
@@ -53,7 +41,7 @@ def _fingerprint(session: Session, project_id: int) -> tuple[int, ...]:
 
 def _compute(session: Session, state: ProjectState, policy: str) -> AgreementRead:
     known = state.name_of
-    answers = [answer for answer in live_answers(session, state.project_id)
+    answers = [answer for answer in core_answers(live_answers(session, state.project_id))
                if answer.a in known and answer.b in known and answer.a != answer.b]
     concepts: list[Hashable] = list(known)
     view = agreement(answers, consensus(answers, concepts))
