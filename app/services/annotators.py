@@ -8,6 +8,7 @@ it asserted its pair, agreed with the label asserted there, was refused as a con
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import func, select, text, update
@@ -23,6 +24,7 @@ __all__ = [
     "record_label_answers",
     "record_refusal",
     "retract_label_answers",
+    "standing",
     "stands_behind",
 ]
 
@@ -43,13 +45,20 @@ def record_answer(session: Session, project_id: int, a_id: int, b_id: int, posit
     return answer
 
 
+def standing(session: Session, label_ids: Collection[int]) -> set[tuple[int, str | None]]:
+    """``(label id, annotator)`` of every live answer standing behind the labels
+    ``label_ids``: the same label again from that annotator is no new answer."""
+    if not label_ids:
+        return set()
+    rows = session.execute(select(Answer.label_id, Answer.annotator).where(
+        Answer.label_id.in_(label_ids), Answer.outcome.in_(ACCEPTED),
+        Answer.retracted_at.is_(None)))
+    return {(label_id, annotator) for label_id, annotator in rows if label_id is not None}
+
+
 def stands_behind(session: Session, label_id: int, annotator: str | None) -> bool:
-    """Whether ``annotator`` has a live answer standing behind the label ``label_id``: the
-    same label again from them is then no new answer."""
-    who = Answer.annotator.is_(None) if annotator is None else Answer.annotator == annotator
-    return session.scalar(select(Answer.id).where(
-        Answer.label_id == label_id, who, Answer.outcome.in_(ACCEPTED),
-        Answer.retracted_at.is_(None)).limit(1)) is not None
+    """Whether ``annotator`` has a live answer standing behind the label ``label_id``."""
+    return (label_id, annotator) in standing(session, [label_id])
 
 
 def record_refusal(session: Session, project_id: int, a_id: int, b_id: int, positive: bool,

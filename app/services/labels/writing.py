@@ -34,6 +34,7 @@ from app.services.annotators import (
     record_answer,
     record_label_answers,
     record_refusal,
+    standing,
     stands_behind,
 )
 from app.services.labels.answering import post_answer, post_bulk_answers
@@ -305,12 +306,16 @@ def _bulkcreated(state: ProjectState, plan: _BulkPlan,
 
 
 def _store_agreeing(work: ProjectWork, project: Project, plan: _BulkPlan, source: str) -> None:
-    """Keep the answers of other annotators that agree with a label asserted already."""
+    """Keep the answers of other annotators that agree with a label asserted already (one
+    query for who stands behind which label, whatever the import's length)."""
     state = work.state
-    for item in plan.items:
-        live = state.labels.get((item.a_id, item.b_id)) if item.update is None else None
-        if live is not None and live.annotator != item.annotator and not stands_behind(
-                work.session, live.id, item.annotator):
+    agreeing = [(item, live) for item in plan.items if item.update is None
+                and (live := state.labels.get((item.a_id, item.b_id))) is not None
+                and live.annotator != item.annotator]
+    behind = standing(work.session, {live.id for _, live in agreeing})
+    for item, live in agreeing:
+        if (live.id, item.annotator) not in behind:
+            behind.add((live.id, item.annotator))  # a repeat within the import: one answer
             record_answer(work.session, project.id, item.a_id, item.b_id, item.positive,
                           item.annotator, outcome="agreed", source=source, label_id=live.id)
 
