@@ -297,7 +297,7 @@ async function refreshProgress() {
     $("n-concepts").textContent = c.concepts;
     $("annotators").replaceChildren(...people.items.map((p) => el("tr", {},
       el("th", { scope: "row" }, p.annotator ?? "(none)"),
-      ...[p.answered, p.accepted, p.retracted, p.refused].map((v) => el("td", {}, String(v))))));
+      ...[p.answered, p.accepted, p.retracted, p.refused, p.contested].map((v) => el("td", {}, String(v))))));
     $("progress-updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (error) {
     $("progress-updated").textContent = `update failed: ${error.message}`;
