@@ -58,6 +58,7 @@ for domain in sys.argv[2:]:
         ),
         ("all 5 direct (ε = 0)", "0.0", "direct"),
         ("4 at 0.05 + 1 at 0.15", "0.05,0.05,0.05,0.05,0.15", "independent"),
+        ("4 at 0.10 + 1 at 0.30", "0.1,0.1,0.1,0.1,0.3", "independent"),
     ]
     for label, noise, model in teams:
         for policy in ("trust", "double", "consensus", "consensus-nocheck", "consensus-unweighted"):
