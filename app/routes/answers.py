@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.routes.common import Limit, ReadProject, StrictJSONRoute, problem_responses
 from app.errors import ValidationFailed
+from app.routes.common import Limit, ReadProject, StrictJSONRoute, problem_responses
 from app.schemas import AnswerPage, Name
 from app.security import ProjectKeyDep
 from app.services.answers import list_answers

@@ -52,8 +52,8 @@ def _concept_ids(state: ProjectState, *names: str | None) -> list[int | None]:
 
 
 def list_answers(session: Session, state: ProjectState, *, annotator: str | None = None,
-                 anonymous: bool = False, a: str | None = None, b: str | None = None, cursor: str | None = None,
-                 limit: int = 100) -> AnswerPage:
+                 anonymous: bool = False, a: str | None = None, b: str | None = None,
+                 cursor: str | None = None, limit: int = 100) -> AnswerPage:
     """One page of the project's answers (retracted ones included), oldest first.
 
     Parameters
