@@ -108,6 +108,31 @@ def table(domain, runs):
               f"wrong pairs {[zero[k]['wrong_pairs'] for k in ks]}\n")
 
 
+def pooled(domains):
+    """Weighted against unweighted consensus over every domain's paired repeats."""
+    print("### Reliability weights, pooled over the domains\n")
+    print("| team | domains | paired repeats | wrong % (points), weighted − unweighted "
+          "| Wilcoxon p | answers, weighted − unweighted |")
+    print("|---|---|---|---|---|---|")
+    for label, noise, model in TEAMS:
+        if "+ 1 at" not in label:
+            continue
+        wrong, more, names = [], [], []
+        for domain, runs in domains:
+            ra = runs.get("consensus", noise, model)
+            rb = runs.get("consensus-unweighted", noise, model)
+            ks = sorted(set(ra) & set(rb))
+            wrong += [100 * (ra[k]["error_rate"] - rb[k]["error_rate"]) for k in ks]
+            more += [ra[k]["answers"] - rb[k]["answers"] for k in ks]
+            names += [domain] if ks else []
+        if len(wrong) < 2:
+            continue
+        p = stats.wilcoxon(wrong).pvalue if any(wrong) else 1.0
+        print(f"| {label} | {', '.join(names)} | {len(wrong)} | {fmt(wrong)} | {p:.2f} | "
+              f"{fmt(more, d=1)} |")
+    print()
+
+
 def figure(domains, path):
     """Wrong % against answers / perfect per team and policy, with the target boxes."""
     import matplotlib
@@ -150,6 +175,7 @@ def main(argv):
     domains = [(d, Runs(d, limit)) for d in argv[2:]]
     for domain, runs in domains:
         table(domain, runs)
+    pooled(domains)
     figure(domains, FOLDER / "targets.png")
 
 
