@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from app.errors import ValidationFailed
 from app.routes.common import Limit, ReadProject, StrictJSONRoute, problem_responses
 from app.schemas import AnswerPage, Name
 from app.security import ProjectKeyDep
@@ -23,6 +24,8 @@ def answers(
     view: ReadProject,
     annotator: Annotated[Name | None, Query(description="Only this annotator's answers.")]
     = None,
+    anonymous: Annotated[bool, Query(description=(
+        "Only the answers posted without an annotator (not with `annotator`)."))] = False,
     a: Annotated[Name | None, Query(description="Only answers whose first concept is this.")]
     = None,
     b: Annotated[Name | None, Query(description="Only answers whose second concept is this.")]
@@ -37,5 +40,11 @@ def answers(
     became of it (`outcome`). The labels listing shows what is decided; this shows the evidence.
     Page with `next_cursor` → `cursor`.
     """
-    return list_answers(view.session, view.state, annotator=annotator, a=a, b=b,
-                        cursor=cursor, limit=limit)
+    if anonymous and annotator is not None:
+        raise ValidationFailed("`anonymous=true` lists the answers without an annotator; "
+                               "it cannot be combined with `annotator`",
+                               errors=[{"loc": ["query", "anonymous"],
+                                        "msg": "cannot be combined with annotator",
+                                        "type": "value_error"}])
+    return list_answers(view.session, view.state, annotator=annotator, anonymous=anonymous,
+                        a=a, b=b, cursor=cursor, limit=limit)

@@ -52,8 +52,8 @@ def _concept_ids(state: ProjectState, *names: str | None) -> list[int | None]:
 
 
 def list_answers(session: Session, state: ProjectState, *, annotator: str | None = None,
-                 a: str | None = None, b: str | None = None, cursor: str | None = None,
-                 limit: int = 100) -> AnswerPage:
+                 anonymous: bool = False, a: str | None = None, b: str | None = None,
+                 cursor: str | None = None, limit: int = 100) -> AnswerPage:
     """One page of the project's answers (retracted ones included), oldest first.
 
     Parameters
@@ -62,6 +62,8 @@ def list_answers(session: Session, state: ProjectState, *, annotator: str | None
         The read session and the project's cached state (its concept names).
     annotator
         Only this annotator's answers.
+    anonymous
+        Only the answers posted without an annotator.
     a, b
         Only answers on pairs whose first concept is ``a`` and/or whose second is ``b``
         (names; an unknown name is :class:`UnknownConcepts`).
@@ -78,6 +80,8 @@ def list_answers(session: Session, state: ProjectState, *, annotator: str | None
              .where(Answer.project_id == state.project_id))
     if annotator is not None:
         query = query.where(Answer.annotator == annotator)
+    if anonymous:
+        query = query.where(Answer.annotator.is_(None))
     if a_id is not None:
         query = query.where(Answer.a_id == a_id)
     if b_id is not None:

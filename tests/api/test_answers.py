@@ -86,6 +86,13 @@ def test_filters_by_annotator_and_by_pair(client: TestClient) -> None:
     assert {i["a"] for i in _answers(client, pid, b="integral")} == {"derivative"}
     assert _answers(client, pid, annotator="nobody") == []
     assert _answers(client, pid, annotator="ana", b="integral") == []
+    label(client, pid, "integral", "series", "negative")  # anonymous
+    assert [(i["a"], i["annotator"]) for i in _answers(client, pid, anonymous="true")] == [
+        ("integral", None)]
+    assert len(_answers(client, pid, anonymous="false")) == 5
+    assert_problem(client.get(f"/projects/{pid}/answers",
+                              params={"anonymous": "true", "annotator": "ana"}), 422,
+                   "validation-error")
     assert_problem(client.get(f"/projects/{pid}/answers", params={"a": "nope"}), 422,
                    "unknown-concept")
 

@@ -107,6 +107,10 @@ def test_a_refused_answer_shows_its_proof_and_is_answered_after_a_retraction(
     page.click(".tab[data-view=progress]")
     page.wait_for_selector("#annotators tr >> text=bo")
     assert page.inner_text("#asked") == "1"
+    shown = page.locator("#annotators tr", has_text="ana").locator("td").all_inner_texts()
+    ana = counts["ana"]
+    assert shown == [str(ana[k]) for k in
+                     ("answered", "accepted", "retracted", "refused", "contested")]
     page.screenshot(path=screenshots / "progress.png", full_page=True)
 
 

@@ -1,11 +1,14 @@
 // sporal's annotator page: labeling, reasons, progress and the map, over the REST API of the
 // service that serves it. No build step; the map (map.js) lays out with the vendored dagre.
-// The project key lives in sessionStorage.
+// The project key lives in sessionStorage. The page's other parts (review.js) listen to the
+// events this file announces on `document`: `sporal:open` (detail: the project),
+// `sporal:view` (the view shown) and `sporal:answered` (the label POST's response).
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 const SESSION = "sporal.session";
 const POLL_MS = 3000;
+const VIEWS = ["label", "progress", "map", "review"];
 
 let session = JSON.parse(sessionStorage.getItem(SESSION) || "null");
 let concepts = new Map();          // name -> description
@@ -65,6 +68,10 @@ function showError(target, error) {
   target.hidden = false;
 }
 
+function announce(name, detail) {
+  document.dispatchEvent(new CustomEvent(`sporal:${name}`, { detail }));
+}
+
 // "1 pair", "2 pairs"
 function plural(n, word, words = `${word}s`) {
   return `${n} ${n === 1 ? word : words}`;
@@ -85,8 +92,9 @@ async function connect(event) {
 
 async function open() {
   const status = $("connect-status");
+  let project;
   try {
-    const project = await api("GET", "");
+    project = await api("GET", "");
     sessionStorage.setItem(SESSION, JSON.stringify(session));
     status.textContent = `Project ${project.id}: ${project.name} — labeling as ${session.annotator}`;
   } catch (error) {
@@ -103,13 +111,14 @@ async function open() {
   skipped = new Set();
   undoStack = [];
   outcome();
+  announce("open", project);
   show(location.hash.slice(1) || "label");
   if (!$("view-label").hidden) $("question").focus();  // the keys answer from here
 }
 
 // ------------------------------------------------------------------------------ views
 function show(view) {
-  if (!["label", "progress", "map"].includes(view)) view = "label";
+  if (!VIEWS.includes(view)) view = "label";
   for (const tab of document.querySelectorAll(".tab")) {
     if (tab.dataset.view === view) tab.setAttribute("aria-current", "page");
     else tab.removeAttribute("aria-current");
@@ -119,6 +128,7 @@ function show(view) {
   if (history.replaceState) history.replaceState(null, "", `#${view}`);
   clearInterval(pollTimer);
   if (!session) return;
+  announce("view", view);
   if (view === "label" && !current) nextQuestion();
   if (view === "progress") { refreshProgress(); pollTimer = setInterval(refreshProgress, POLL_MS); }
   if (view === "map") drawMap();
@@ -181,6 +191,7 @@ async function answer(label) {
     $("refusal").hidden = true;
     if (created.id) undoStack.push({ id: created.id, a: pair.a, b: pair.b });
     showDecided(created);
+    announce("answered", created);
     skipped.delete(pairKey(pair.a, pair.b));
     await nextQuestion();
   } catch (error) {
@@ -297,7 +308,7 @@ async function refreshProgress() {
     $("n-concepts").textContent = c.concepts;
     $("annotators").replaceChildren(...people.items.map((p) => el("tr", {},
       el("th", { scope: "row" }, p.annotator ?? "(none)"),
-      ...[p.answered, p.accepted, p.retracted, p.refused].map((v) => el("td", {}, String(v))))));
+      ...[p.answered, p.accepted, p.retracted, p.refused, p.contested].map((v) => el("td", {}, String(v))))));
     $("progress-updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (error) {
     $("progress-updated").textContent = `update failed: ${error.message}`;

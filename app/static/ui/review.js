@@ -2,7 +2,8 @@
 // resolve buttons), the agreement tables of Progress, the project's own question wording, and
 // the definition shown again when an answer failed a check question. Loaded after app.js; one
 // closure, so it shares no name with it; it reads the session that app.js keeps in
-// sessionStorage. window.sporal exposes what the rest of the page may call.
+// sessionStorage and follows the events app.js announces (`sporal:open`, `sporal:view`,
+// `sporal:answered`).
 "use strict";
 
 (() => {
@@ -11,8 +12,6 @@
   const REVIEWER = "sporal.reviewer";
   const POLL_MS = 3000;
   const DEFAULT_QUESTION = "Is {a} needed before {b}, directly or through other concepts?";
-  const fetchPlain = window.fetch.bind(window);
-  const wanted = location.hash;        // app.js rewrites it once the project is open
   let question = DEFAULT_QUESTION;
   let shownReview = "";                // the disagreements on screen, to redraw only on change
   let shownAgreement = "";
@@ -25,7 +24,7 @@
     const apiKey = key || (current && current.key);
     if (apiKey) headers["X-API-Key"] = apiKey;
     if (body !== undefined) headers["Content-Type"] = "application/json";
-    const response = await fetchPlain(`../projects/${current.pid}${path}`, {
+    const response = await fetch(`../projects/${current.pid}${path}`, {
       method, headers, body: body === undefined ? undefined : JSON.stringify(body),
     });
     const data = response.status === 204 ? null : await response.json().catch(() => null);
@@ -83,33 +82,11 @@
     for (const id of ["qa", "qb"]) observer.observe($(id), { childList: true, characterData: true, subtree: true });
   }
 
-  async function loadQuestion() {
-    try {
-      renderQuestion((await call("GET", "")).question);
-    } catch {
-      renderQuestion(DEFAULT_QUESTION);
-    }
-  }
-
   // ---------------------------------------------------------------------------- check questions
   function showDefinition() {
     const box = $("definition");
     box.hidden = false;
     box.querySelector("button").focus();
-  }
-
-  // app.js posts the answers; a response that says `check_failed` shows the definition again.
-  function watchAnswers() {
-    window.fetch = async (input, init) => {
-      const response = await fetchPlain(input, init);
-      const url = typeof input === "string" ? input : input.url;
-      const method = ((init && init.method) || "GET").toUpperCase();
-      if (method === "POST" && /\/labels$/.test(url.split("?")[0]) && response.ok) {
-        response.clone().json().then((body) => { if (body && body.check_failed) showDefinition(); },
-                                      () => {});
-      }
-      return response;
-    };
   }
 
   // ---------------------------------------------------------------------------- review
@@ -208,48 +185,20 @@
       : [el("tr", {}, el("td", { colspan: "3", class: "muted" }, "no two annotators share 20 pairs yet"))]));
   }
 
-  // ---------------------------------------------------------------------------- the view
-  function showReview() {
-    for (const tab of document.querySelectorAll(".tab")) {
-      if (tab.dataset.view === "review") tab.setAttribute("aria-current", "page");
-      else tab.removeAttribute("aria-current");
-    }
-    for (const section of document.querySelectorAll(".view")) section.hidden = section.id !== "view-review";
-    if (history.replaceState) history.replaceState(null, "", "#review");
-    refreshReview(true);
-  }
-
-  function installTabs() {
-    // Capturing on the nav: the Review tab never reaches app.js, which knows three views.
-    document.querySelector("nav").addEventListener("click", (event) => {
-      const tab = event.target.closest(".tab");
-      if (!tab) return;
-      if (tab.dataset.view === "review") { event.stopPropagation(); showReview(); return; }
-      $("tab-review").removeAttribute("aria-current");
-    }, true);
-  }
-
-  function whenShown(id, refresh) {  // a view coming into sight is refreshed at once
-    new MutationObserver(() => { if (!$(id).hidden && session()) refresh(); })
-      .observe($(id), { attributes: true, attributeFilter: ["hidden"] });
-  }
-
-  function onOpen() {  // app.js says the project is open in #connect-status
-    new MutationObserver(() => {
-      if (!/labeling as/.test($("connect-status").textContent)) return;
+  // ---------------------------------------------------------------------------- app.js's events
+  function follow() {
+    document.addEventListener("sporal:open", (event) => {
       shownReview = shownAgreement = "";
-      loadQuestion();
-    }).observe($("connect-status"), { childList: true, characterData: true, subtree: true });
-  }
-
-  function restoreReview() {  // a reload on #review: back to Review once app.js shows a view
-    if (wanted !== "#review") return;
-    const observer = new MutationObserver(() => {
-      if ($("view-label").hidden || !session()) return;
-      observer.disconnect();
-      showReview();
+      renderQuestion(event.detail.question);
     });
-    observer.observe($("view-label"), { attributes: true, attributeFilter: ["hidden"] });
+    document.addEventListener("sporal:view", (event) => {
+      if (event.detail === "review") refreshReview(true);
+      if (event.detail === "progress") { shownAgreement = ""; refreshAgreement(); }
+    });
+    // an answer to a check question that says "no" shows the definition again
+    document.addEventListener("sporal:answered", (event) => {
+      if (event.detail.check_failed) showDefinition();
+    });
   }
 
   function poll() {
@@ -264,14 +213,9 @@
     $("review-reload").addEventListener("click", () => refreshReview(true));
     renderQuestion(DEFAULT_QUESTION);
     mirrorCopies();
-    watchAnswers();
-    installTabs();
-    whenShown("view-progress", () => { shownAgreement = ""; refreshAgreement(); });
-    onOpen();
-    restoreReview();
+    follow();
     setInterval(poll, POLL_MS);
   }
 
   init();
-  window.sporal = { showDefinition, showReview, refreshReview, refreshAgreement, renderQuestion };
 })();

@@ -21,6 +21,7 @@ for R in $(seq 1 "$MAX"); do
     $S --repeats "$R" --noise 0.05 --noise-model $DIRECT1 --policy trust,consensus,consensus-nocheck
     $S --repeats "$R" --noise 0 --noise-model direct --policy trust,consensus,consensus-nocheck
     $S --repeats "$R" --noise 0.05,0.05,0.05,0.05,0.15 --policy consensus,consensus-unweighted
+    $S --repeats "$R" --noise 0.1,0.1,0.1,0.1,0.3 --policy consensus,consensus-unweighted
   fi
   echo "repeat $R done $(date)"
 done
