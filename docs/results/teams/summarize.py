@@ -158,7 +158,8 @@ def figure(domains, path):
                 y, dy = ci([100 * r["error_rate"] for r in got.values()])
                 ax.errorbar(x, y, xerr=dx, yerr=dy, fmt=marker, color=colours[label],
                             ms=7, capsize=2, label=f"{label}, {policy}")
-        ax.set_title(f"{domain} ({len(runs.perfect)} repeats)")
+        shown = len(runs.get("consensus", "0.1"))
+        ax.set_title(f"{domain} ({shown} repeats)")
         ax.set_xlabel("answers / one perfect annotator's")
         ax.set_ylabel("pool pairs wrong or undecided (%)")
         ax.set_xlim(0.9, 2.4)
