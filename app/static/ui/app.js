@@ -19,14 +19,16 @@ let busy = false;
 let pollTimer = null;
 
 // ------------------------------------------------------------------------------ the API
-async function api(method, path, body) {
+// `key` stands in for the project key (the reviewer key of a resolution, say).
+async function api(method, path, body, key) {
   const headers = { Accept: "application/json" };
-  if (session.key) headers["X-API-Key"] = session.key;
+  const apiKey = key || session.key;
+  if (apiKey) headers["X-API-Key"] = apiKey;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(`../projects/${session.pid}${path}`, {
     method, headers, body: body === undefined ? undefined : JSON.stringify(body),
   });
-  const data = response.status === 204 ? null : await response.json();
+  const data = response.status === 204 ? null : await response.json().catch(() => null);
   if (!response.ok) {
     const error = new Error((data && (data.detail || data.title)) || response.statusText);
     error.status = response.status;

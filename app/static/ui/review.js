@@ -1,51 +1,17 @@
 // sporal's page for teams: the Review view (open disagreements, both sides' answers, the proof,
 // resolve buttons), the agreement tables of Progress, the project's own question wording, and
-// the definition shown again when an answer failed a check question. Loaded after app.js; one
-// closure, so it shares no name with it; it reads the session that app.js keeps in
-// sessionStorage and follows the events app.js announces (`sporal:open`, `sporal:view`,
-// `sporal:answered`).
+// the definition shown again when an answer failed a check question. Loaded after app.js, whose
+// session, `api`, `el` and `$` it uses; it follows the events app.js announces (`sporal:open`,
+// `sporal:view`, `sporal:answered`).
 "use strict";
 
 (() => {
-  const $ = (id) => document.getElementById(id);
-  const SESSION = "sporal.session";
   const REVIEWER = "sporal.reviewer";
   const POLL_MS = 3000;
   const DEFAULT_QUESTION = "Is {a} needed before {b}, directly or through other concepts?";
   let question = DEFAULT_QUESTION;
   let shownReview = "";                // the disagreements on screen, to redraw only on change
   let shownAgreement = "";
-
-  const session = () => JSON.parse(sessionStorage.getItem(SESSION) || "null");
-
-  async function call(method, path, body, key) {
-    const current = session();
-    const headers = { Accept: "application/json" };
-    const apiKey = key || (current && current.key);
-    if (apiKey) headers["X-API-Key"] = apiKey;
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    const response = await fetch(`../projects/${current.pid}${path}`, {
-      method, headers, body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const data = response.status === 204 ? null : await response.json().catch(() => null);
-    if (!response.ok) {
-      const error = new Error((data && (data.detail || data.title)) || response.statusText);
-      error.status = response.status;
-      error.problem = data;
-      throw error;
-    }
-    return data;
-  }
-
-  function el(tag, attrs = {}, ...children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs)) {
-      if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-      else node.setAttribute(k, v);
-    }
-    node.append(...children);
-    return node;
-  }
 
   const arrow = (ref) => `${ref.a} ${ref.label === "positive" ? "→" : "↛"} ${ref.b}`;
   const who = (answer) => answer.annotator ?? "(anonymous)";
@@ -119,11 +85,11 @@
   }
 
   async function refreshReview(force = false) {
-    if (!session()) return;
+    if (!session) return;
     const list = $("disagreements");
     let items;
     try {
-      items = (await call("GET", "/disagreements?state=open")).items;
+      items = (await api("GET", "/disagreements?state=open")).items;
     } catch (error) {
       if (error.status !== 404 || (error.problem && error.problem.type === "/problems/project-not-found")) {
         list.replaceChildren(el("p", { class: "error" }, `Error: ${error.message}`));
@@ -144,7 +110,7 @@
     const key = $("reviewer-key").value;
     sessionStorage.setItem(REVIEWER, key);
     try {
-      await call("POST", `/disagreements/${item.id}/resolve`, { label, annotator: session().annotator }, key);
+      await api("POST", `/disagreements/${item.id}/resolve`, { label, annotator: session.annotator }, key);
       status.textContent = `Resolved ${item.a} / ${item.b} as ${label}.`;
     } catch (error) {
       status.textContent = error.status === 401 || error.status === 403
@@ -162,10 +128,10 @@
   }
 
   async function refreshAgreement() {
-    if (!session()) return;
+    if (!session) return;
     let view;
     try {
-      view = await call("GET", "/agreement");
+      view = await api("GET", "/agreement");
     } catch (error) {
       $("agreement-summary").textContent = `agreement unavailable: ${error.message}`;
       return;
@@ -202,7 +168,7 @@
   }
 
   function poll() {
-    if (!session()) return;
+    if (!session) return;
     if (!$("view-review").hidden) refreshReview();
     if (!$("view-progress").hidden) refreshAgreement();
   }
