@@ -20,6 +20,7 @@ from reasoning.consensus.asking import AskPolicy
 from reasoning.simulation import teams
 from reasoning.simulation.oracle import Team
 from reasoning.simulation.team_runs import cached_domain
+from reasoning.strategies import get_strategy
 
 DATA = Path(os.environ.get("SPORAL_DATASETS", Path(__file__).resolve().parents[4] / "shared"
                            / "datasets")) / "al-cpl"
@@ -28,12 +29,9 @@ DATA = Path(os.environ.get("SPORAL_DATASETS", Path(__file__).resolve().parents[4
 class Traced(teams._Consensus):
     """The consensus policy of the sweep, recording each answer's reason and effect."""
 
-    last: "Traced | None" = None
-
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.log = []
-        Traced.last = self
 
     def ask(self, member, choice):
         run = self.run
@@ -51,11 +49,13 @@ def main(domain_name, noise, repeat):
     pairs = domain.index_pairs()
     team = Team.build(pairs, domain.labels, (noise,) * 5, ("independent",) * 5, seed=0,
                       repeat=repeat)
-    teams._Consensus = Traced  # run_team builds the policy by this name
-    out = teams.run_team(pairs, domain.features, domain.labels, len(domain.concepts), team,
-                         "consensus", repeat=repeat, seed=0, ask=AskPolicy())
-    traced = Traced.last
-    run, view = traced.run, traced.view
+    # run_team's consensus branch, with the traced policy
+    run = teams._Run(pairs, domain.features, domain.labels, len(domain.concepts), team,
+                     get_strategy("default"), seed=0, repeat=repeat)
+    traced = Traced(run, True, AskPolicy())
+    traced.run_all()
+    out = run.finish()
+    view = traced.view
     print(f"{domain_name}, ε = {noise}, repeat {repeat}: {out.answers} answers, "
           f"{out.wrong_pairs} pool pairs wrong of {out.pool}")
     counts = collections.Counter()

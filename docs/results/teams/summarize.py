@@ -12,8 +12,9 @@ import os
 import sys
 from pathlib import Path
 
-import numpy as np
 from scipy import stats
+
+from reasoning.report import mean_ci
 
 FOLDER = Path(os.environ.get("SPORAL_TEAMS_RESULTS", Path(__file__).resolve().parent))
 DIRECT1 = "direct,independent,independent,independent,independent"
@@ -41,17 +42,8 @@ TARGETS = {  # team: (answers / perfect at most, wrong % at most)
 }
 
 
-def ci(values):
-    v = np.asarray(values, float)
-    if len(v) < 2:
-        return float(v.mean()) if len(v) else math.nan, math.nan
-    return float(v.mean()), float(
-        stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
-    )
-
-
 def fmt(values, scale=1.0, d=2):
-    m, h = ci([x * scale for x in values])
+    m, h = mean_ci([x * scale for x in values])
     return f"{m:.{d}f}" if math.isnan(h) else f"{m:.{d}f} ± {h:.{d}f}"
 
 
@@ -154,8 +146,8 @@ def figure(domains, path):
                 got = runs.get(policy, noise, model)
                 if not got:
                     continue
-                x, dx = ci(runs.ratios(got))
-                y, dy = ci([100 * r["error_rate"] for r in got.values()])
+                x, dx = mean_ci(runs.ratios(got))
+                y, dy = mean_ci([100 * r["error_rate"] for r in got.values()])
                 ax.errorbar(x, y, xerr=dx, yerr=dy, fmt=marker, color=colours[label],
                             ms=7, capsize=2, label=f"{label}, {policy}")
         shown = len(runs.get("consensus", "0.1"))
