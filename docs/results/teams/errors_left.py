@@ -2,13 +2,14 @@
 "Why the targets are missed").
 
 Usage: python docs/results/teams/errors_left.py DOMAIN NOISE REPEAT
-(e.g. ``data_mining 0.1 0``; the data from ``$SPORAL_DATASETS/al-cpl``, by default
+(e.g. ``data_mining 0.1 0``, or ``data_mining 0.1,0.1,0.1,0.1,0.3 0`` for one careless annotator
+of five; the data from ``$SPORAL_DATASETS/al-cpl``, by default
 ``../shared/datasets/al-cpl`` beside the repository). It replays one repeat of the sweep's
 ``consensus`` run (the same seed, so the same answers as its line in ``runs.jsonl``) and
 prints, per reason, the answers, the wrong answers among them and the label changes they
-caused, then every asserted label left wrong with its answers, its stake (the pool pairs its
-first answer decided), the value of information that a second opinion needs to reach
-(P(wrong) × stake ≥ 0.3) and the model's probability.
+caused, the annotators' estimated accuracies, then every asserted label left wrong with its
+answers, its stake (the pool pairs its first answer decided), the value of information that a
+second opinion needs to reach (P(wrong) × stake ≥ 0.3) and the model's probability.
 """
 
 import collections
@@ -19,7 +20,7 @@ from pathlib import Path
 from reasoning.consensus.asking import AskPolicy
 from reasoning.simulation import teams
 from reasoning.simulation.oracle import Team
-from reasoning.simulation.team_runs import cached_domain
+from reasoning.simulation.team_runs import cached_domain, parse_team
 from reasoning.strategies import get_strategy
 
 DATA = Path(os.environ.get("SPORAL_DATASETS", Path(__file__).resolve().parents[4] / "shared"
@@ -47,8 +48,7 @@ class Traced(teams._Consensus):
 def main(domain_name, noise, repeat):
     domain = cached_domain(str(DATA), domain_name)
     pairs = domain.index_pairs()
-    team = Team.build(pairs, domain.labels, (noise,) * 5, ("independent",) * 5, seed=0,
-                      repeat=repeat)
+    team = Team.build(pairs, domain.labels, *parse_team(noise, 5), seed=0, repeat=repeat)
     # run_team's consensus branch, with the traced policy
     run = teams._Run(pairs, domain.features, domain.labels, len(domain.concepts), team,
                      get_strategy("default"), seed=0, repeat=repeat)
@@ -68,6 +68,9 @@ def main(domain_name, noise, repeat):
     for reason in ("new", "second-opinion", "disagreement", "check"):
         print(f"| {reason} | {counts[reason, 'answers']} | {counts[reason, 'wrong']} | "
               f"{counts[reason, 'changed']} |")
+    accuracy = ", ".join(f"{name} {value:.2f}" for name, value in
+                         sorted(view.result.accuracy.items(), key=lambda kv: str(kv[0])))
+    print(f"\nestimated accuracies: {accuracy}")
     print("\nwrong labels left: | answers | stake | P(wrong) × stake | model P(positive) |")
     for pair, value in view.result.labels.items():
         if value == bool(run.truth[run.rows[pair]]):
@@ -79,4 +82,4 @@ def main(domain_name, noise, repeat):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], float(sys.argv[2]), int(sys.argv[3]))
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
