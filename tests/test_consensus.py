@@ -15,7 +15,7 @@ import pytest
 from reasoning.closure import Closure, Label
 from reasoning.consensus import (
     KAPPA_MIN_SHARED,
-    Answer,
+    Vote,
     agreement,
     check_candidates,
     consensus,
@@ -48,7 +48,7 @@ def _noisy_answers(closure: Closure, rng, *, team: int, eps: float, per_pair: in
             continue
         for who in rng.choice(team, per_pair, replace=False):
             value = _truth(closure, a, b) ^ bool(rng.random() < eps)
-            answers.append(Answer(a, b, value, f"t{who}", order=order))
+            answers.append(Vote(a, b, value, f"t{who}", order=order))
             order += 1
     return answers
 
@@ -90,15 +90,15 @@ def _disjoint_team(rng, items: int = 80):
     answers, order = [], 0
     for k in range(items):
         for who in ("r1", "r2"):
-            answers.append(Answer(2 * k, 2 * k + 1, bool(truth[k]), who, order=order))
+            answers.append(Vote(2 * k, 2 * k + 1, bool(truth[k]), who, order=order))
             order += 1
         for who in ("u1", "u2", "u3"):
-            answers.append(Answer(2 * k, 2 * k + 1, bool(rng.random() < 0.5), who,
+            answers.append(Vote(2 * k, 2 * k + 1, bool(rng.random() < 0.5), who,
                                   order=order))
             order += 1
     last = 2 * items
-    answers += [Answer(last, last + 1, True, "r1"), Answer(last, last + 1, True, "r2")]
-    answers += [Answer(last, last + 1, False, u) for u in ("u1", "u2", "u3")]
+    answers += [Vote(last, last + 1, True, "r1"), Vote(last, last + 1, True, "r2")]
+    answers += [Vote(last, last + 1, False, u) for u in ("u1", "u2", "u3")]
     return concepts, answers, (last, last + 1)
 
 
@@ -114,23 +114,23 @@ def test_a_reliable_minority_beats_an_unreliable_majority_only_when_weighted():
 
 
 def test_reviewer_answers_are_final_and_the_later_stands():
-    team = [Answer("x", "y", True, n, order=k) for k, n in enumerate(("a", "b", "c"))]
-    review = [Answer("x", "y", False, "boss", reviewer=True, order=10)]
+    team = [Vote("x", "y", True, n, order=k) for k, n in enumerate(("a", "b", "c"))]
+    review = [Vote("x", "y", False, "boss", reviewer=True, order=10)]
     result = consensus(team + review, "xyz")
     assert result.labels[("x", "y")] is False and result.confidence[("x", "y")] == 1.0
     assert result.contested == {}
     assert "boss" not in result.accuracy  # a resolution is not an annotator's answer
-    later = review + [Answer("x", "y", True, "boss2", reviewer=True, order=11)]
+    later = review + [Vote("x", "y", True, "boss2", reviewer=True, order=11)]
     assert consensus(team + later, "xyz").labels[("x", "y")] is True
     # the reviewer's value scores the annotators who answered the pair
     assert result.accuracy["a"] < consensus(team, "xyz").accuracy["a"]
 
 
 def test_an_answer_that_contradicts_the_order_gives_way_and_counts_against_its_annotator():
-    answers = [Answer("a", "b", True, n) for n in ("p", "q")]
-    answers += [Answer("b", "c", True, n) for n in ("p", "q")]
-    answers += [Answer("a", "c", False, "d")]
-    answers += [Answer(f"u{k}", f"v{k}", k % 2 == 0, n) for k in range(6) for n in "pqd"]
+    answers = [Vote("a", "b", True, n) for n in ("p", "q")]
+    answers += [Vote("b", "c", True, n) for n in ("p", "q")]
+    answers += [Vote("a", "c", False, "d")]
+    answers += [Vote(f"u{k}", f"v{k}", k % 2 == 0, n) for k in range(6) for n in "pqd"]
     concepts = ["a", "b", "c"] + [f"u{k}" for k in range(6)] + [f"v{k}" for k in range(6)]
     result = consensus(answers, concepts)
     assert result.gave_way == [("a", "c")]
@@ -139,8 +139,8 @@ def test_an_answer_that_contradicts_the_order_gives_way_and_counts_against_its_a
 
 
 def test_a_failed_check_gives_way_to_the_path_it_checks():
-    answers = [Answer("a", "b", True, "p"), Answer("b", "c", True, "q"),
-               Answer("a", "c", False, "d", check=True)]
+    answers = [Vote("a", "b", True, "p"), Vote("b", "c", True, "q"),
+               Vote("a", "c", False, "d", check=True)]
     result = consensus(answers, "abc")
     assert result.gave_way == [("a", "c")] and result.labels == {
         ("a", "b"): True, ("b", "c"): True}
@@ -150,23 +150,23 @@ def test_a_failed_check_gives_way_to_the_path_it_checks():
 
 
 def test_a_split_pair_is_contested_until_settled():
-    one_one = [Answer("x", "y", True, "a"), Answer("x", "y", False, "b")]
+    one_one = [Vote("x", "y", True, "a"), Vote("x", "y", False, "b")]
     assert ("x", "y") in consensus(one_one, "xy").contested
-    two_one = one_one + [Answer("x", "y", True, "c")]
+    two_one = one_one + [Vote("x", "y", True, "c")]
     result = consensus(two_one, "xy")
     assert result.contested == {} and result.labels[("x", "y")] is True
 
 
 def test_an_annotators_later_answer_replaces_the_earlier_and_anonymous_counts_once():
-    answers = [Answer("x", "y", True, None, order=1), Answer("x", "y", False, None, order=2),
-               Answer("x", "y", True, "a", order=3), Answer("x", "y", False, "a", order=4)]
+    answers = [Vote("x", "y", True, None, order=1), Vote("x", "y", False, None, order=2),
+               Vote("x", "y", True, "a", order=3), Vote("x", "y", False, "a", order=4)]
     result = consensus(answers, "xy")
     assert result.labels == {("x", "y"): False} and result.contested == {}
 
 
 def test_unknown_concepts_are_refused():
     with pytest.raises(ValueError):
-        consensus([Answer("x", "q", True, "a")], "xy")
+        consensus([Vote("x", "q", True, "a")], "xy")
 
 
 # ---------------------------------------------------------------------------- brute force
@@ -204,7 +204,7 @@ def test_against_brute_force_on_tiny_instances():
         answers = []
         for (a, b), v in truth.items():
             for who in rng.choice(3, int(rng.integers(1, 3)), replace=False):
-                answers.append(Answer(a, b, v ^ bool(rng.random() < 0.2), f"t{who}"))
+                answers.append(Vote(a, b, v ^ bool(rng.random() < 0.2), f"t{who}"))
         result = consensus(answers, range(4), weighted=False)
         mine = {p: result.values[p] for p in truth}
         assert mine in orders
@@ -273,10 +273,10 @@ def test_agreement_kappa_alpha_and_intervals():
     answers = []
     for k in range(items):
         for who, eps in (("a", 0.05), ("b", 0.2)):
-            answers.append(Answer(2 * k, 2 * k + 1, bool(truth[k] ^ (rng.random() < eps)),
+            answers.append(Vote(2 * k, 2 * k + 1, bool(truth[k] ^ (rng.random() < eps)),
                                   who))
         if k < KAPPA_MIN_SHARED - 1:
-            answers.append(Answer(2 * k, 2 * k + 1, bool(truth[k]), "c"))
+            answers.append(Vote(2 * k, 2 * k + 1, bool(truth[k]), "c"))
     result = consensus(answers, concepts)
     view = agreement(answers, result)
     assert [(p.a, p.b) for p in view.pairs] == [("a", "b")]  # c shares too few pairs
@@ -298,7 +298,7 @@ def test_agreement_kappa_alpha_and_intervals():
 
 
 def test_agreement_of_one_annotator_has_no_kappa_nor_alpha():
-    answers = [Answer("x", "y", True, "a")]
+    answers = [Vote("x", "y", True, "a")]
     view = agreement(answers, consensus(answers, "xy"))
     assert view.pairs == [] and view.alpha is None
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from reasoning.closure import Closure
-from reasoning.consensus import Answer, check_candidates, consensus
+from reasoning.consensus import Vote, check_candidates, consensus
 from reasoning.consensus.asking import AskPolicy, TeamView, stakes
 
 
@@ -20,8 +20,8 @@ def _view(answers, concepts, pool, **kwargs) -> TeamView:
 
 
 def test_a_disagreement_comes_first_and_never_to_who_answered_it():
-    answers = [Answer("x", "y", True, "a"), Answer("x", "y", False, "b"),
-               Answer("y", "z", True, "a")]
+    answers = [Vote("x", "y", True, "a"), Vote("x", "y", False, "b"),
+               Vote("y", "z", True, "a")]
     view = _view(answers, "xyz", [("x", "y"), ("y", "z"), ("x", "z")])
     choice = AskPolicy().choose(view, "c", new_pair=lambda: ("x", "z"))
     assert (choice.a, choice.b, choice.reason) == ("x", "y", "disagreement")
@@ -31,8 +31,8 @@ def test_a_disagreement_comes_first_and_never_to_who_answered_it():
 
 
 def test_a_pair_that_gave_way_asks_the_links_of_its_proof():
-    answers = [Answer("a", "b", True, "p"), Answer("b", "c", True, "q"),
-               Answer("a", "c", False, "r", check=True)]
+    answers = [Vote("a", "b", True, "p"), Vote("b", "c", True, "q"),
+               Vote("a", "c", False, "r", check=True)]
     view = _view(answers, "abc", list(itertools.permutations("abc", 2)))
     choice = AskPolicy().disagreement(view, "r")
     assert choice is not None and (choice.a, choice.b) in {("a", "b"), ("b", "c")}
@@ -40,7 +40,7 @@ def test_a_pair_that_gave_way_asks_the_links_of_its_proof():
 
 
 def test_second_opinions_go_where_p_wrong_times_stake_is_largest():
-    answers = [Answer(0, 1, True, "a"), Answer(2, 3, True, "a"), Answer(4, 5, False, "a")]
+    answers = [Vote(0, 1, True, "a"), Vote(2, 3, True, "a"), Vote(4, 5, False, "a")]
     pool = [(0, 1), (2, 3), (4, 5)]
     stake = {(0, 1): 1, (2, 3): 30, (4, 5): 30}
     proba = {(2, 3): 0.9, (4, 5): 0.9}  # the model agrees with (2, 3), not with (4, 5)
@@ -52,9 +52,9 @@ def test_second_opinions_go_where_p_wrong_times_stake_is_largest():
 
 
 def test_a_failed_check_makes_that_annotators_negatives_suspect():
-    answers = [Answer(0, 1, True, "a"), Answer(1, 2, True, "b"),
-               Answer(0, 2, False, "d", check=True), Answer(3, 4, False, "d"),
-               Answer(5, 6, False, "e")]
+    answers = [Vote(0, 1, True, "a"), Vote(1, 2, True, "b"),
+               Vote(0, 2, False, "d", check=True), Vote(3, 4, False, "d"),
+               Vote(5, 6, False, "e")]
     pool = [(0, 1), (1, 2), (0, 2), (3, 4), (5, 6)]
     view = _view(answers, range(7), pool, stake=dict.fromkeys(pool, 2))
     policy = AskPolicy(check_rate=0, threshold=0.5)
@@ -64,8 +64,8 @@ def test_a_failed_check_makes_that_annotators_negatives_suspect():
 
 
 def test_check_questions_come_at_the_rate_and_are_check_candidates():
-    closure_answers = [Answer(0, 1, True, "a"), Answer(1, 2, True, "a"),
-                       Answer(2, 3, True, "a")]
+    closure_answers = [Vote(0, 1, True, "a"), Vote(1, 2, True, "a"),
+                       Vote(2, 3, True, "a")]
     pool = list(itertools.permutations(range(4), 2))
     view = _view(closure_answers, range(4), pool, stake=dict.fromkeys(pool, 1))
     policy = AskPolicy(threshold=1e9)
@@ -81,15 +81,15 @@ def test_check_questions_come_at_the_rate_and_are_check_candidates():
 
 
 def test_an_annotator_who_passed_a_check_gets_fewer():
-    answers = [Answer(0, 1, True, "a"), Answer(1, 2, True, "a"),
-               Answer(0, 2, True, "b", check=True)]
+    answers = [Vote(0, 1, True, "a"), Vote(1, 2, True, "a"),
+               Vote(0, 2, True, "b", check=True)]
     view = _view(answers, range(3), [(0, 1), (1, 2), (0, 2)])
     policy = AskPolicy()
     assert policy.rate(view, "b") == policy.passed_rate < policy.rate(view, "c")
 
 
 def test_nothing_left_for_an_annotator_gives_none():
-    answers = [Answer(0, 1, True, "a")]
+    answers = [Vote(0, 1, True, "a")]
     view = _view(answers, range(2), [(0, 1)])
     assert AskPolicy().choose(view, "a", draw=0.0) is None
 

@@ -15,7 +15,8 @@ from app.routes.common import ReadProject, StrictJSONRoute, WriteProject, proble
 from app.schemas import AnswerRetracted, DisagreementItem, DisagreementPage, Resolution
 from app.security import MAX_ID, ProjectKeyDep, ReviewerDep
 from app.services import disagreements as service
-from app.services.answer_retraction import retract_answer as retract
+from app.services.labels import retract_answer as retract
+from app.services.labels.consensus import resolve_disagreement
 
 __all__ = ["router"]
 
@@ -44,7 +45,10 @@ def resolve(disagreement_id: Annotated[int, Path(ge=1, le=MAX_ID)], body: Resolu
     """Settle a disagreement with the reviewer's value: kept as an answer with the role
     `reviewer` (source `review`), which the consensus takes as final for the pair (of two
     resolutions, the later stands). Needs the admin key or the project's reviewer key."""
-    return service.resolve(work, disagreement_id, body)
+    resolve_disagreement(work, disagreement_id, body)
+    item = service.disagreement_item(work, disagreement_id)
+    work.session.rollback()
+    return item
 
 
 @router.delete("/answers/{answer_id}", response_model=AnswerRetracted,

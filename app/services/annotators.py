@@ -9,6 +9,7 @@ it asserted its pair, agreed with the label asserted there, was refused as a con
 from __future__ import annotations
 
 from collections.abc import Collection
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, text, update
@@ -24,6 +25,7 @@ __all__ = [
     "record_label_answers",
     "record_refusal",
     "retract_label_answers",
+    "stamp_retracted",
     "standing",
     "stands_behind",
 ]
@@ -64,7 +66,7 @@ def stands_behind(session: Session, label_id: int, annotator: str | None) -> boo
 def record_refusal(session: Session, project_id: int, a_id: int, b_id: int, positive: bool,
                    annotator: str | None, source: str = "api") -> Answer:
     """Keep one refused answer of ``annotator``, in the write transaction that refused it
-    (:func:`app.services.labels.writing.post_label`)."""
+    (:mod:`app.services.labels.strict`)."""
     return record_answer(session, project_id, a_id, b_id, positive, annotator,
                          outcome="refused", source=source)
 
@@ -80,6 +82,14 @@ def record_label_answers(session: Session, project_id: int, *, since_version: in
         "'asserted', :no, id, created_at FROM asserted_labels "
         "WHERE project_id = :pid AND version > :version ORDER BY id"),
         {"pid": project_id, "version": since_version, "source": source, "no": False})
+
+
+def stamp_retracted(session: Session, answer_ids: Collection[int], now: datetime) -> None:
+    """Stamp the answers ``answer_ids`` retracted (in the caller's write transaction)."""
+    if answer_ids:
+        session.execute(update(Answer).where(Answer.id.in_(answer_ids),
+                                             Answer.retracted_at.is_(None))
+                        .values(retracted_at=now).execution_options(synchronize_session=False))
 
 
 def retract_label_answers(session: Session, label_ids: list[int]) -> None:

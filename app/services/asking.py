@@ -9,7 +9,7 @@ than they failed; its reason says ``new``), else the strategy's new pair. Never 
 annotator already answered (anonymous answers count as one annotator).
 
 :func:`team_question` builds the policy's view from the service's state: the accuracies and
-dispute of the last full consensus event (:func:`app.services.labels.consensus.last_fit`),
+dispute of the last full consensus event (:func:`app.services.team.last_fit`),
 the labels and closure as asserted now (answers on the fast path since then included), the
 open disagreements as the pairs in dispute, the model's probabilities and, as the stake of a
 label, the pairs its stored closure effect decided. Which pair was served to whom as a check
@@ -21,18 +21,18 @@ from __future__ import annotations
 import random
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
-from typing import cast
+from typing import NamedTuple, cast
 
 import numpy as np
 from sqlalchemy import func, select
 
-from app.services.labels.consensus import core_answers, last_fit, live_answers
+from app.services.team import last_fit, live_answers, votes
 from app.services.unit import ProjectWork
 from models import ClosureEffect, Disagreement
-from reasoning.consensus import Answer
+from reasoning.consensus import Vote
 from reasoning.consensus.asking import CHECK_RATE, AskPolicy, TeamView
 
-__all__ = ["CHECK_RATE", "TeamPick", "team_question"]
+__all__ = ["CHECK_RATE", "TeamPick", "TeamQuestion", "team_question"]
 
 Pair = tuple[Hashable, Hashable]
 POLICY = AskPolicy()
@@ -46,6 +46,14 @@ class TeamPick:
     b: int
     reason: str
     check: bool = False
+
+
+class TeamQuestion(NamedTuple):
+    """The team's question for an annotator (None: the strategy's new pair) and the pairs
+    that annotator answered (never asked again)."""
+
+    pick: TeamPick | None
+    answered: set[tuple[int, int]]
 
 
 def _stake(work: ProjectWork) -> dict[Pair, int]:
@@ -64,14 +72,14 @@ def _stake(work: ProjectWork) -> dict[Pair, int]:
 
 
 def team_question(work: ProjectWork, annotator: str | None, proba: np.ndarray | None
-                  ) -> tuple[TeamPick | None, set[tuple[int, int]]]:
+                  ) -> TeamQuestion:
     """The team's question for ``annotator`` (a disagreement link, a second opinion or a
     check; None: the strategy's new pair), and the pairs ``annotator`` answered (never asked
     again). ``proba``: the model's P(positive) per pool row."""
     state = work.state
     rows = live_answers(work.session, state.project_id)
-    answers: dict[Pair, list[Answer]] = {}
-    for ans in core_answers(rows):
+    answers: dict[Pair, list[Vote]] = {}
+    for ans in votes(rows):
         answers.setdefault((ans.a, ans.b), []).append(ans)
     disputed: list[Pair] = [(a, b) for a, b in work.session.execute(
         select(Disagreement.a_id, Disagreement.b_id).where(
@@ -89,6 +97,6 @@ def team_question(work: ProjectWork, annotator: str | None, proba: np.ndarray | 
     mine = {(r.a_id, r.b_id) for r in rows if r.annotator == annotator and not r.reviewer}
     choice = POLICY.choose(view, annotator, draw=draw)
     if choice is None:
-        return None, mine
+        return TeamQuestion(None, mine)
     a, b = cast(tuple[int, int], (choice.a, choice.b))
-    return TeamPick(a, b, choice.reason, choice.check), mine
+    return TeamQuestion(TeamPick(a, b, choice.reason, choice.check), mine)

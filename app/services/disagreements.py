@@ -1,9 +1,10 @@
-"""Disagreements of a ``consensus`` project: listing them, and a reviewer resolving one.
+"""Disagreements of a ``consensus`` project, as a reader sees them.
 
 A disagreement (:class:`models.Disagreement`) is opened and closed by the consensus itself
-(:func:`app.services.labels.consensus.sync_disagreements`); a reviewer's resolution is an
-answer with the role ``reviewer`` and the source ``review``, which the consensus takes as
-final for its pair (of two resolutions of one pair, the later stands).
+(:func:`app.services.labels.change.sync_disagreements`); a reviewer resolves one with an
+answer of the role ``reviewer`` (:func:`app.services.labels.consensus.resolve_disagreement`),
+which the consensus takes as final for its pair (of two resolutions of one pair, the later
+stands).
 """
 
 from __future__ import annotations
@@ -19,20 +20,14 @@ from app.schemas import (
     DisagreementItem,
     DisagreementPage,
     LabelRef,
-    Resolution,
     label_value,
 )
-from app.services.annotators import record_answer
-from app.services.labels.consensus import Change, LiveAnswer, live_of, recompute
 from app.services.labels.proofs import proof_chains, proof_refs
 from app.services.state import ProjectState
-from app.services.unit import ProjectView, ProjectWork
-from models import Answer, Disagreement, Project, utcnow
-from reasoning.consensus import Answer as Core
+from app.services.unit import ProjectView
+from models import Answer, Disagreement
 
-__all__ = ["list_disagreements", "resolve"]
-
-_LAST = 2**62
+__all__ = ["disagreement_item", "find_disagreement", "list_disagreements"]
 
 
 def _answers(session: Session, state: ProjectState,
@@ -88,35 +83,16 @@ def list_disagreements(view: ProjectView,
     return DisagreementPage(items=[_item(state, r, answers[(r.a_id, r.b_id)]) for r in rows])
 
 
-def _disagreement(session: Session, project_id: int, disagreement_id: int) -> Disagreement:
+def find_disagreement(session: Session, project_id: int, disagreement_id: int) -> Disagreement:
+    """The project's disagreement ``disagreement_id``; 404 when there is none."""
     row = session.get(Disagreement, disagreement_id)
     if row is None or row.project_id != project_id:
         raise DisagreementNotFound(disagreement_id)
     return row
 
 
-def resolve(work: ProjectWork, disagreement_id: int, body: Resolution) -> DisagreementItem:
-    """Resolve a disagreement with the reviewer's value: recorded as a reviewer's answer
-    (final for the pair), the consensus recomputed, the disagreement closed."""
-    found = _disagreement(work.session, work.state.project_id, disagreement_id)
-    pair = (found.a_id, found.b_id)
-    positive = body.label == "positive"
-    work.session.rollback()
-
-    def store(session: Session, project: Project) -> list[LiveAnswer]:
-        answer = record_answer(session, project.id, pair[0], pair[1], positive, body.annotator,
-                               outcome="asserted", source="review", role="reviewer")
-        row = _disagreement(session, project.id, disagreement_id)
-        row.closed_at = row.closed_at or utcnow()
-        row.resolution_id = answer.id
-        session.flush()
-        return [live_of(answer)]
-
-    extra = Core(pair[0], pair[1], positive, body.annotator, reviewer=True, order=_LAST)
-    recompute(work, Change(extra=(extra,), store=store, pair=pair))
-    row = _disagreement(work.session, work.state.project_id, disagreement_id)
-    answers = _answers(work.session, work.state, {pair})
-    item = _item(work.state, row, answers[pair])
-    work.session.rollback()
-    return item
-
+def disagreement_item(view: ProjectView, disagreement_id: int) -> DisagreementItem:
+    """One disagreement of the project, with both sides' live answers and the proof."""
+    row = find_disagreement(view.session, view.state.project_id, disagreement_id)
+    pair = (row.a_id, row.b_id)
+    return _item(view.state, row, _answers(view.session, view.state, {pair})[pair])

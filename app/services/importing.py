@@ -9,7 +9,7 @@ time it is called: the import reads it twice, once to validate everything (nothi
 write lock held, every bad line listed), once to write through the same services as the JSON
 routes (concepts, pairs, bulk labels, retractions), in batches of :data:`BATCH` records so that
 no request-size limit applies; a run of labels is one batch, however long, so that it is one
-bulk import (closed at once, :data:`~app.services.labels.writing.CANONICAL_MIN`). Neither pass
+bulk import (closed at once, :data:`~app.services.labels.shared.CANONICAL_MIN`). Neither pass
 holds the file in memory, but for that run of labels (and the ``answer`` records).
 
 A ``policy`` (and ``question``) of the file's ``project`` record is set once every record is
@@ -60,9 +60,9 @@ from app.schemas import Source as AnswerSource
 from app.services.concepts import add_concepts
 from app.services.corpus import FEATURE_LENGTH, change_corpus, set_texts
 from app.services.labels import Refused, post_bulk, retract_label
-from app.services.labels.consensus import adopt_consensus
+from app.services.labels.policy import POLICIES, policy_of
 from app.services.labels.proofs import pair_problem
-from app.services.labels.writing import CANONICAL_MIN
+from app.services.labels.shared import CANONICAL_MIN
 from app.services.pairs import add_pairs
 from app.services.staging import LabelStage, StagedLine, StagePolicy
 from app.services.unit import ProjectView, ProjectWork
@@ -475,7 +475,7 @@ class _Validator:
         self.state = state
         self.new: set[str] = set()
         self.feature_length = view.project.feature_length
-        self.consensus = view.project.policy == "consensus"  # no label refused: all answers
+        self.consensus = not policy_of(view.project).refuses  # no label refused: all answers
         # True: the pool's features are computed; False: the client's; None: not known yet
         self.computed: bool | None = True if view.project.features_computed else (
             False if self.feature_length is not None else None)
@@ -741,14 +741,16 @@ def _finish(work: ProjectWork, later: _Later, summary: ImportSummary) -> None:
             work.session.execute(insert(Answer), _answer_rows(work, later))
             summary.answers_created += len(later.answers)
         for name, value in later.settings.items():
-            if not (name == "policy" and value == "consensus"):
+            # a policy that keeps the labels as given is set here; one that draws them from
+            # the answers by its adopt() below, with the labels it draws
+            if name != "policy" or POLICIES[value].refuses:
                 setattr(project, name, value)
         project.version += 1
 
     work.write(lambda work: None, store)
-    if later.settings.get("policy") == "consensus" or (
-            later.answers and work.project.policy == "consensus"):
-        adopt_consensus(work)  # the labels follow the answers, as a change of policy does
+    final = POLICIES[later.settings.get("policy", work.project.policy)]
+    if not final.refuses and ("policy" in later.settings or later.answers):
+        final.adopt(work)  # the labels follow the answers, as a change of policy does
 
 
 def _apply_settings(work: ProjectWork, item: ProjectSettings) -> None:

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from app.db import write_transaction
 from app.errors import ProjectNotFound
 from app.schemas import ProjectCounts, ProjectCreate, ProjectDetail, ProjectUpdate, QueryBounds
 from app.security import hash_key, new_key
-from app.services.labels.consensus import adopt_consensus
+from app.services.labels.policy import POLICIES
 from app.services.state import ProjectState, StateRegistry
 from app.services.unit import ProjectOpener, ProjectWork
-from models import Disagreement, Project, utcnow
+from models import Project
 
 __all__ = [
     "create_project",
@@ -84,36 +84,30 @@ def _columns(project: Project) -> dict[str, object]:
 
 
 def update_project(session: Session, project_id: int, body: ProjectUpdate,
-                   opener: ProjectOpener | None = None) -> Project:
+                   opener: ProjectOpener) -> Project:
     """Change a project's fields.
 
-    A change of policy from ``strict`` to ``consensus`` computes the consensus of every live
-    answer at once (in the project's unit of work, through ``opener``): the asserted labels
-    and the closure follow it. From ``consensus`` to ``strict`` the current consensus stays
-    as the asserted labels.
+    A change of policy is the new policy's :meth:`~app.services.labels.LabelPolicy.adopt`, in
+    the project's unit of work (through ``opener``), after the other fields: ``strict`` →
+    ``consensus`` computes the consensus of every live answer and asserts it; ``consensus`` →
+    ``strict`` keeps the current consensus as the asserted labels and closes the open
+    disagreements.
     """
     changes = body.model_dump(exclude_unset=True)
-    to_consensus = changes.get("policy") == "consensus"
     with write_transaction(session, project_id) as project:
         assert project is not None
-        to_consensus = to_consensus and project.policy != "consensus"
-        if changes.get("policy") == "strict" and project.policy == "consensus":
-            # strict settles nothing by answers: what stays in dispute is not listed as open
-            session.execute(update(Disagreement).where(
-                Disagreement.project_id == project_id, Disagreement.closed_at.is_(None))
-                .values(closed_at=utcnow()))
-        for field in ("name", "prediction_model", "policy", "question"):
-            if changes.get(field) is not None and not (field == "policy" and to_consensus):
+        switch = changes.get("policy") not in (None, project.policy)
+        for field in ("name", "prediction_model", "question"):
+            if changes.get(field) is not None:
                 setattr(project, field, changes[field])
         if "description" in changes:
             project.description = changes["description"]
         if changes:
             project.version += 1  # other processes drop their trained models
-    if to_consensus and opener is not None:
+    if switch:
         with opener.open(ProjectWork, project_id, session) as work:
-            adopt_consensus(work)
-        return get_project(session, project_id)
-    return project
+            POLICIES[changes["policy"]].adopt(work)
+    return get_project(session, project_id)
 
 
 def rotate_reviewer_key(session: Session, project_id: int) -> str:

@@ -30,7 +30,8 @@ from app.schemas import (
     SuggestionItem,
     label_value,
 )
-from app.services.asking import TeamPick, team_question
+from app.services.asking import TeamPick
+from app.services.labels.policy import policy_of
 from app.services.training import TrainedModel, prediction_key, strategy_key
 from app.services.unit import ProjectView, ProjectWork
 from models import CheckQuestion, Concept, PoolPair, Reservation, Suggestion, utcnow
@@ -97,10 +98,11 @@ def _team(work: ProjectWork, annotator: str | None, outputs: Any, leased: set[in
     candidates = undecided.copy()
     if leased:
         candidates &= ~np.isin(state.pool.ids, np.fromiter(leased, dtype=np.int64))
-    if work.project.policy != "consensus":
-        return None, candidates
     proba = outputs.proba if outputs is not None else None
-    pick, mine = team_question(work, annotator, proba)
+    question = policy_of(work.project).team_question(work, annotator, proba)
+    if question is None:
+        return None, candidates
+    pick, mine = question
     row_of = state.pool.row_of
     for pair in mine:
         row = row_of.get(pair)

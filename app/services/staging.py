@@ -35,10 +35,10 @@ from sqlalchemy import Table, delete, select, text, update
 from sqlalchemy.orm import Session
 
 from app.db import write_transaction
-from app.errors import BudgetExceeded, ConcurrentChange
+from app.errors import ConcurrentChange
 from app.services.annotators import record_label_answers
+from app.services.labels.shared import CANONICAL_MIN, canonical_run, within_budget
 from app.services.labels.store import cause_in_store, causes_in, decode, encode
-from app.services.labels.writing import CANONICAL_MIN, within_budget
 from app.services.state import LiveLabel
 from app.services.unit import ProjectWork
 from app.settings import Settings
@@ -160,25 +160,12 @@ class LabelStage:
 
     def _plan(self, items: list[Label]) -> _Planned:
         """As ``POST .../labels/bulk`` plans it: canonical into no labels, else in order."""
-        limit = self.work.limits.decided_pairs
         if not self.live and len(items) >= CANONICAL_MIN:
-            found = Closure.canonical_order(items)
-            if found is not None:
-                order, n_positive = found
-                if len(self.closure) + 2 * n_positive > limit:
-                    raise BudgetExceeded("decided_pairs", limit,
-                                         len(self.closure) + 2 * n_positive, "the import")
-                try:
-                    closure, updates = Closure.replay_effects([items[k] for k in order],
-                                                              self.closure.concepts)
-                except ContradictionError:
-                    closure = None
-                if closure is not None:
-                    if len(closure) > limit:
-                        raise BudgetExceeded("decided_pairs", limit, len(closure), "the import")
-                    self.closure, self.live = closure, True
-                    return _Planned([(k, u, not u.own_new) for k, u in
-                                     zip(order, updates, strict=True) if u.recorded])
+            run = canonical_run(self.closure, items, self.work.limits.decided_pairs)
+            if run is not None:
+                self.closure, self.live = run.closure, True
+                return _Planned([(k, u, not u.own_new) for k, u in
+                                 zip(run.order, run.updates, strict=True) if u.recorded])
         planned = _Planned()
         for k, lab in enumerate(items):
             status = self.closure.status(lab.a, lab.b)

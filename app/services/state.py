@@ -46,6 +46,7 @@ __all__ = [
     "Pool",
     "ProjectState",
     "StateRegistry",
+    "TeamCache",
     "TrainingKey",
     "catch_up",
     "decode_features",
@@ -148,6 +149,21 @@ class TrainingKey(NamedTuple):
     pool: int
 
 
+@dataclass(frozen=True)
+class TeamCache:
+    """What a team's answers were last computed into, kept with the state it describes.
+
+    ``fit``: the consensus (:class:`reasoning.consensus.Consensus`) of the project's last
+    full-path event, whose reliabilities ``next`` weighs answers by until the next one; it is
+    set only once that event committed (:meth:`app.services.unit.ProjectWork.stage_team`).
+    ``agreement``: the agreement view with the fingerprint of the answers it was computed from.
+    Both go with the state: :meth:`ProjectState.invalidate` and the registry's drop forget them.
+    """
+
+    fit: Any = None
+    agreement: tuple[tuple[int, ...], Any] | None = None
+
+
 class ProjectState:
     """The cached reasoning state of one project (see the module docstring).
 
@@ -177,6 +193,7 @@ class ProjectState:
         self.labels: dict[tuple[int, int], LiveLabel] = {}
         self.pair_of_label: dict[int, tuple[int, int]] = {}
         self.label_events = 0
+        self.team = TeamCache()
         self._set_closure(Closure())
 
     # ------------------------------------------------------------------ what is decided

@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session
 
 from app.db import write_transaction
 from app.errors import ConcurrentChange, ModelNotReady, ProjectNotFound
-from app.services.state import ProjectState, StateRegistry, catch_up
+from app.services.state import ProjectState, StateRegistry, TeamCache, catch_up
 from app.services.training import ModelKey, TrainedModel, Trainer
 from app.settings import Settings
 from models import Project
@@ -150,6 +150,7 @@ class ProjectWork(ProjectView):
 
     _atomic: Project | None = None
     _once: Once[Any] | None = None
+    _staged: TeamCache | None = None
 
     @property
     def in_transaction(self) -> bool:
@@ -169,6 +170,8 @@ class ProjectWork(ProjectView):
         the result. ``holds``, when given, reads (in the write transaction, before ``store``)
         whether the plan still holds where the version does not tell (another annotator
         leased a pair meanwhile); False computes it again. Returns what ``store`` returns.
+        A team cache staged by ``store`` (:meth:`stage_team`) reaches the state once the
+        transaction committed.
         """
         if self._atomic is not None:  # inside atomically(): one transaction holds them all
             plan = compute(self)
@@ -177,20 +180,37 @@ class ProjectWork(ProjectView):
             return self._store(self._atomic, store, plan)
         state = self.state
         version, before = state.version, state.mutations
+        self._staged = None
         plan = compute(self)  # 1. on the cached state, no database lock held
         with write_transaction(self.session, state.project_id) as locked:
             assert locked is not None  # 2. nobody wrote meanwhile: store the plan
-            if locked.version == version and (holds is None or holds(self, plan)):
-                return self._store(locked, store, plan)
+            current = locked.version == version and (holds is None or holds(self, plan))
+            if current:
+                result = self._store(locked, store, plan)
+        if current:
+            return self._committed(result)
         if state.mutations != before:  # 3. overtaken: the plan had moved the cache, rebuild
             state.invalidate()
         with write_transaction(self.session, state.project_id) as locked:
             assert locked is not None  # 4. catch up and do it all again, locked
             catch_up(self.session, state, locked)
+            self._staged = None
             plan = compute(self)
             if holds is not None and not holds(self, plan):
                 raise ConcurrentChange("the project changed under a locked write; retry")
-            return self._store(locked, store, plan)
+            result = self._store(locked, store, plan)
+        return self._committed(result)
+
+    def stage_team(self, team: TeamCache) -> None:
+        """Make ``team`` the state's team cache once the write in progress has committed
+        (inside :meth:`atomically`, once the whole block has); never if it rolls back."""
+        self._staged = team
+
+    def _committed(self, result: R) -> R:
+        """``result`` of a committed write, the team cache it staged now the state's."""
+        if self._staged is not None:
+            self.state.team, self._staged = self._staged, None
+        return result
 
     def _store(self, locked: Project, store: Callable[[ProjectWork, Project, P], R],
                plan: P) -> R:
@@ -245,6 +265,7 @@ class ProjectWork(ProjectView):
         the block may also write (a staged import switches its labels in there).
         """
         state = self.state
+        self._staged = None
         try:
             with write_transaction(self.session, state.project_id) as locked:
                 assert locked is not None
@@ -252,10 +273,12 @@ class ProjectWork(ProjectView):
                 self._atomic = locked
                 yield locked
         except BaseException:
+            self._staged = None
             state.invalidate()
             raise
         finally:
             self._atomic = None
+        self._committed(None)
 
 
 @contextmanager

@@ -19,8 +19,8 @@ from reasoning.consensus.agreement import (
 )
 from reasoning.consensus.core import (
     SETTLE_ODDS,
-    Answer,
     Consensus,
+    Vote,
     check_candidates,
     consensus,
     effective_answers,
@@ -32,7 +32,7 @@ __all__ = [
     "SETTLE_ODDS",
     "Agreement",
     "AnnotatorAgreement",
-    "Answer",
+    "Vote",
     "Consensus",
     "Interval",
     "PairKappa",

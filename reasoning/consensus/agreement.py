@@ -18,7 +18,7 @@ from itertools import combinations
 import numpy as np
 from scipy.stats import beta
 
-from reasoning.consensus.core import Answer, Consensus, effective_answers
+from reasoning.consensus.core import Consensus, Vote, effective_answers
 from reasoning.consensus.em import PSEUDO_COUNT
 
 __all__ = [
@@ -97,7 +97,7 @@ def _interval(estimate: float, n: int) -> Interval:
     return Interval(float(estimate), float(low), float(high))
 
 
-def _rows(plain: list[Answer], result: Consensus) -> list[AnnotatorAgreement]:
+def _rows(plain: list[Vote], result: Consensus) -> list[AnnotatorAgreement]:
     stats: dict[str | None, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for ans in plain:
         row = stats[ans.annotator]
@@ -156,7 +156,7 @@ def _alpha(by: dict[str | None, dict]) -> float | None:
     return None if math.isnan(alpha) else alpha
 
 
-def agreement(answers: Sequence[Answer], result: Consensus) -> Agreement:
+def agreement(answers: Sequence[Vote], result: Consensus) -> Agreement:
     """The agreement of ``answers`` with their consensus ``result`` (module docstring).
 
     Only the answers that count enter (per annotator and pair the latest; reviewer answers
@@ -165,7 +165,7 @@ def agreement(answers: Sequence[Answer], result: Consensus) -> Agreement:
     Examples
     --------
     >>> from reasoning.consensus.core import consensus
-    >>> team = [Answer("x", "y", True, "ann"), Answer("x", "y", False, "bob")]
+    >>> team = [Vote("x", "y", True, "ann"), Vote("x", "y", False, "bob")]
     >>> view = agreement(team, consensus(team, "xy"))
     >>> [row.answers for row in view.annotators], view.answers
     ([1, 1], 2)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from reasoning.closure import Closure
-from reasoning.consensus.core import Answer, Consensus, check_candidates
+from reasoning.consensus.core import Consensus, Vote, check_candidates
 from reasoning.consensus.em import ACCURACY_RANGE
 
 __all__ = [
@@ -99,7 +99,7 @@ class TeamView:
     """
 
     result: Consensus
-    answers: Mapping[Pair, list[Answer]]
+    answers: Mapping[Pair, list[Vote]]
     pool: Collection[Pair]
     proba: Mapping[Pair, float] = field(default_factory=dict)
     stake: Mapping[Pair, int] | None = None

@@ -30,7 +30,7 @@ from reasoning.consensus.em import Fit, fit_one_coin
 
 __all__ = [
     "SETTLE_ODDS",
-    "Answer",
+    "Vote",
     "Consensus",
     "check_candidates",
     "consensus",
@@ -49,7 +49,7 @@ Pair = tuple[Hashable, Hashable]
 
 
 @dataclass(frozen=True)
-class Answer:
+class Vote:
     """One answer of one annotator on the pair ``(a, b)``.
 
     ``annotator`` None is anonymous (two anonymous answers are never each other's second
@@ -96,16 +96,16 @@ class Consensus:
     confidence: dict[Pair, float]
     accuracy: dict[str | None, float]
     gave_way: list[Pair]
-    contested: dict[Pair, list[Answer]]
+    contested: dict[Pair, list[Vote]]
     values: dict[Pair, bool] = field(default_factory=dict)
     closure: Closure | None = field(default=None, compare=False, repr=False)
 
 
-def effective_answers(answers: Iterable[Answer]) -> tuple[list[Answer], dict[Pair, Answer]]:
+def effective_answers(answers: Iterable[Vote]) -> tuple[list[Vote], dict[Pair, Vote]]:
     """The answers that count: per (annotator, pair) the latest, and per pair the latest
     reviewer answer (returned apart)."""
-    latest: dict[tuple[str | None, Pair], Answer] = {}
-    review: dict[Pair, Answer] = {}
+    latest: dict[tuple[str | None, Pair], Vote] = {}
+    review: dict[Pair, Vote] = {}
     for ans in answers:
         pair = (ans.a, ans.b)
         if ans.reviewer:
@@ -149,13 +149,13 @@ class _Table:
     positive: np.ndarray
     reviewed: np.ndarray  # per item: NaN, or the reviewer's value
     check_only: np.ndarray  # per item: every answer on it is a check answer
-    answers: list[Answer]
+    answers: list[Vote]
     ia: np.ndarray  # per item: the concept index of a
     ib: np.ndarray  # per item: the concept index of b
     review_order: list[int]  # the reviewed items, the latest resolution first
 
 
-def _table(answers: Sequence[Answer], known: dict[Hashable, int]) -> _Table:
+def _table(answers: Sequence[Vote], known: dict[Hashable, int]) -> _Table:
     plain, review = effective_answers(answers)
     items: dict[Pair, int] = {}
     people: dict[str | None, int] = {}
@@ -210,13 +210,13 @@ def _consistent(table: _Table, fit: Fit, concepts: Sequence[Hashable], review_or
     return closure, gave
 
 
-def consensus(answers: Sequence[Answer], concepts: Sequence[Hashable], *,
+def consensus(answers: Sequence[Vote], concepts: Sequence[Hashable], *,
               weighted: bool = True, prior: float = 0.9) -> Consensus:
     """The consistent labels that best explain ``answers`` (module docstring: the algorithm).
 
     Parameters
     ----------
-    answers : sequence of Answer
+    answers : sequence of Vote
     concepts : sequence of hashable
         Every concept an answer may name.
     weighted : bool
@@ -230,8 +230,8 @@ def consensus(answers: Sequence[Answer], concepts: Sequence[Hashable], *,
 
     Examples
     --------
-    >>> c = consensus([Answer("x", "y", True, "ann"), Answer("x", "y", True, "bob"),
-    ...                Answer("x", "y", False, "cy")], "xyz")
+    >>> c = consensus([Vote("x", "y", True, "ann"), Vote("x", "y", True, "bob"),
+    ...                Vote("x", "y", False, "cy")], "xyz")
     >>> c.labels, sorted(c.contested)
     ({('x', 'y'): True}, [])
     """
@@ -280,7 +280,7 @@ def _result(table: _Table, fit: Fit, closure: Closure, gave: list[int],
         np.bincount(table.item, weights=~table.positive, minlength=len(pairs)) > 0)
     unsettled = np.abs(fit.llr) < np.log(SETTLE_ODDS)
     disputed = ((both & unsettled) | np.isin(np.arange(len(pairs)), gave)) & ~reviewed
-    contested: dict[Pair, list[Answer]] = {pairs[k]: [] for k in np.flatnonzero(disputed)}
+    contested: dict[Pair, list[Vote]] = {pairs[k]: [] for k in np.flatnonzero(disputed)}
     for ans in table.answers:
         bucket = contested.get((ans.a, ans.b))
         if bucket is not None:

@@ -28,7 +28,7 @@ from typing import cast
 import numpy as np
 
 from reasoning.closure import Closure
-from reasoning.consensus import Answer, consensus
+from reasoning.consensus import Vote, consensus
 from reasoning.consensus.asking import AskPolicy, Choice, TeamView
 from reasoning.simulation.coverage import coverage_seeds
 from reasoning.simulation.loop import Chooser, fit_chooser
@@ -204,8 +204,8 @@ class _Consensus:
 
     def __init__(self, run: _Run, weighted: bool, policy: AskPolicy) -> None:
         self.run, self.weighted, self.policy = run, weighted, policy
-        self.answers: list[Answer] = []
-        self.by_pair: dict[Pair, list[Answer]] = {}
+        self.answers: list[Vote] = []
+        self.by_pair: dict[Pair, list[Vote]] = {}
         self.pending: int | None = None
         self.stake: dict[Pair, int] = {}
         result = consensus([], range(run.n), weighted=weighted)
@@ -238,7 +238,7 @@ class _Consensus:
         pair = (cast(int, choice.a), cast(int, choice.b))
         row = run.rows[pair]
         name = run.team.names[member]
-        answer = Answer(pair[0], pair[1], run.team.answer(row, member), name,
+        answer = Vote(pair[0], pair[1], run.team.answer(row, member), name,
                         check=choice.check, order=len(self.answers))
         self.answers.append(answer)
         self.by_pair.setdefault(pair, []).append(answer)

@@ -175,7 +175,7 @@ def test_an_empty_import_body_is_refused(client: TestClient) -> None:
 
 def test_a_failure_part_way_through_the_writes_stores_nothing_of_the_file(
         client: TestClient, monkeypatch: Any) -> None:
-    import app.services.labels.writing as writing
+    import app.services.labels.strict as writing
 
     pid = new_project(client, concepts=["x"])
     body = lines(

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-import app.services.labels.writing as writing
+import app.services.labels.strict as writing
 import app.services.queries as queries
 from tests.api.conftest import label, new_project
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-import app.services.labels.writing as writing
+import app.services.labels.strict as writing
 from tests.api.conftest import label, new_project
 
 THREADS = 4

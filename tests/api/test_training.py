@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-import app.services.labels.asserting as asserting
+import app.services.labels.shared as asserting
 import app.services.training as training
 from tests.api.conftest import assert_problem, label, new_project
 

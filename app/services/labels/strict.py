@@ -1,16 +1,16 @@
-"""Asserting labels, one or in bulk: computed on the cached closure, then written at once.
+"""The ``strict`` policy: every label posted is asserted at once, or refused with the proof
+of the opposite when the order already decides its pair the other way.
 
-Each label is applied to the project's closure first (no database lock held), then written
-together with the lines of pairs it newly decides (:mod:`app.services.labels.store`) in one
-short write transaction (:meth:`app.services.unit.ProjectWork.write`): a crash leaves all of
-it or none.
-
-A write answers :class:`Written` (the label created, or found asserted the same way already)
-or :class:`Refused` (a contradiction, with its proof): a refusal is a *result*, committed by
-the unit of work like any other (a refused single label is kept for the annotators' counts),
-whether or not the request carries an ``Idempotency-Key``; the route answers it 409 and, under
-a key, stores it with the key (:meth:`app.services.unit.ProjectWork.idempotent`). Refusals
-before execution (unknown concepts, a self pair, the budget) are raised as usual.
+One label (:meth:`StrictPolicy.post`) is applied to the project's closure first (no database
+lock held), then written together with the lines of pairs it newly decides
+(:mod:`app.services.labels.store`) in one short write transaction
+(:meth:`app.services.unit.ProjectWork.write`): a crash leaves all of it or none. A write
+answers :class:`Written` (the label created, or found asserted the same way already) or
+:class:`Refused` (a contradiction, with its proof): a refusal is a *result*, committed like any
+other (the refused answer is kept for the annotators' counts), whether or not the request
+carries an ``Idempotency-Key``; the route answers it 409. Refusals before execution (unknown
+concepts, a self pair, the budget) are raised as usual. Bulk labels are all applied or none;
+a long run into a project without labels is closed at once in the canonical order.
 """
 
 from __future__ import annotations
@@ -18,51 +18,65 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import update
+import numpy as np
+from sqlalchemy import func, select, update
 
-from app.errors import BudgetExceeded, BulkContradiction
+from app.errors import BulkContradiction, LabelNotFound
 from app.schemas import (
+    AnswerRetracted,
     BulkLabels,
     BulkLabelsCreated,
     LabelCreated,
     LabelIn,
     LabelRef,
+    LabelRetracted,
     NewlyDecided,
     label_value,
 )
 from app.services.annotators import (
+    ACCEPTED,
     record_answer,
     record_label_answers,
     record_refusal,
+    retract_label_answers,
+    stamp_retracted,
     standing,
     stands_behind,
 )
-from app.services.labels.answering import post_answer, post_bulk_answers
-from app.services.labels.asserting import (
+from app.services.asking import TeamQuestion
+from app.services.labels.proofs import check_pair, contradiction, proof_chains, proof_refs
+from app.services.labels.shared import (
+    CANONICAL_MIN,
     Planned,
-    created,
+    Refused,
+    Written,
+    canonical_run,
+    label_created,
+    live_answer,
     resolve_bulk,
     store_label,
     within_budget,
 )
-from app.services.labels.proofs import check_pair, contradiction, proof_chains, proof_refs
-from app.services.labels.results import Refused, Written
 from app.services.labels.store import (
     Encoded,
+    Rewrite,
     cause_in_store,
     causes_in,
     encode_update,
     insert_labels,
+    prepare_rewrite,
     release,
+    replay_live,
+    rewrite,
     set_causes,
     write_encoded,
 )
 from app.services.state import LiveLabel, ProjectState
 from app.services.unit import ProjectWork
-from models import AssertedLabel, Project, utcnow
+from models import Answer, AssertedLabel, Disagreement, Project, utcnow
 from reasoning.closure import Closure, ContradictionError, Label, Update
 
-__all__ = ["CANONICAL_MIN", "Refused", "Written", "post_bulk", "post_label", "within_budget"]
+__all__ = ["STRICT", "StrictPolicy"]
 
 
 # ---------------------------------------------------------------------------- one label
@@ -71,15 +85,7 @@ class _Found:
     live: LiveLabel  # the label, asserted the same way already
 
 
-def post_label(work: ProjectWork, body: LabelIn) -> Written[LabelCreated] | Refused:
-    """Apply one label by the project's policy: ``strict`` (:func:`post_strict`) or
-    ``consensus`` (:func:`app.services.labels.answering.post_answer`, never refused)."""
-    if work.project.policy == "consensus":
-        return post_answer(work, body)
-    return post_strict(work, body)
-
-
-def post_strict(work: ProjectWork, body: LabelIn) -> Written[LabelCreated] | Refused:
+def _post(work: ProjectWork, body: LabelIn) -> Written[LabelCreated] | Refused:
     """Apply one label: created, or found already asserted the same way, or refused.
 
     Raises :class:`UnknownConcepts`, :class:`InvalidLabel` or :class:`BudgetExceeded` before
@@ -108,6 +114,7 @@ def post_strict(work: ProjectWork, body: LabelIn) -> Written[LabelCreated] | Ref
         if isinstance(plan, _Found):
             return _found(work, project, body, plan.live)
         if isinstance(plan, Refused):
+            project.version += 1  # every stored answer moves the version
             record_refusal(work.session, project.id, state.id_of[body.a], state.id_of[body.b],
                            positive, body.annotator, body.source or "api")
             return plan
@@ -115,8 +122,8 @@ def post_strict(work: ProjectWork, body: LabelIn) -> Written[LabelCreated] | Ref
         answer = record_answer(work.session, project.id, plan.a_id, plan.b_id, positive,
                                body.annotator, outcome="asserted", source=body.source or "api",
                                label_id=live.id)
-        return Written(created(state, body.a, body.b, positive, live, plan.update, answer.id,
-                                body.annotator))
+        return Written(label_created(state, body, live, annotator=body.annotator,
+                                     answer_id=answer.id, update=plan.update))
 
     return work.write(compute, store)
 
@@ -127,13 +134,14 @@ def _found(work: ProjectWork, project: Project, body: LabelIn,
     answer (200); another annotator's agreeing answer is kept (201)."""
     state = work.state
     if live.annotator == body.annotator or stands_behind(work.session, live.id, body.annotator):
-        return Written(created(state, body.a, body.b, body.positive, live, None),
+        return Written(label_created(state, body, live, annotator=live.annotator),
                        created=False)
+    project.version += 1  # every stored answer moves the version
     answer = record_answer(work.session, project.id, state.id_of[body.a], state.id_of[body.b],
                            body.positive, body.annotator, outcome="agreed",
                            source=body.source or "api", label_id=live.id)
-    return Written(created(state, body.a, body.b, body.positive, live, None, answer.id,
-                            body.annotator))
+    return Written(label_created(state, body, live, annotator=body.annotator,
+                                 answer_id=answer.id))
 
 
 # ---------------------------------------------------------------------------- bulk import
@@ -180,61 +188,35 @@ def _with_store_inputs(state: ProjectState, plan: _BulkPlan) -> _BulkPlan:
         state.values_under(plan.closure)))
 
 
-CANONICAL_MIN = 200
-"""An import of at least this many labels into a project without labels is applied in the
-canonical order (:meth:`reasoning.closure.Closure.canonical_order`): closed at once, each label
-deciding one row and one column, so a chain of 20,000 concepts takes seconds. Below it, the
-labels are replayed in the order given, which costs little; above, replaying a long chain
-label by label costs its pairs (a 900-chain: 70 ms of one thread, long enough to show in
-other projects' latency)."""
-
-
 def _canonical(work: ProjectWork, state: ProjectState, labels: list[LabelIn],
                pairs: list[tuple[int, int]]) -> _BulkPlan | None:
-    """The import applied in the canonical order, or None (a contradiction: replay instead).
-
-    The labels' ids then follow that order (the order :attr:`caused_by` is replayed in).
-    """
+    """The import applied in the canonical order (:data:`CANONICAL_MIN`), or None (a
+    contradiction, or labels stored already: replay in order instead). The labels' ids then
+    follow that order (the order :attr:`caused_by` is replayed in)."""
     if state.labels or len(labels) < CANONICAL_MIN:
         return None
     items = [Label(a, b, item.positive) for item, (a, b) in zip(labels, pairs, strict=True)]
-    found = Closure.canonical_order(items)
-    if found is None:
+    run = canonical_run(state.closure, items, work.limits.decided_pairs)
+    if run is None:
         return None
-    order, n_positive = found
-    limit = work.limits.decided_pairs
-    if len(state.closure) + 2 * n_positive > limit:  # its negative mirror at least as large
-        raise BudgetExceeded("decided_pairs", limit, len(state.closure) + 2 * n_positive,
-                             "the import")
-    try:
-        closure, updates = Closure.replay_effects([items[k] for k in order],
-                                                  state.closure.concepts)
-    except ContradictionError:
-        return None
-    if len(closure) > limit:
-        raise BudgetExceeded("decided_pairs", limit, len(closure), "the import")
     plan: list[_BulkItem] = []
-    for k, applied in zip(order, updates, strict=True):
+    for k, applied in zip(run.order, run.updates, strict=True):
         a_id, b_id = pairs[k]
         plan.append(_BulkItem(k, a_id, b_id, items[k].positive, labels[k].annotator,
                               applied if applied.recorded else None,
                               applied.recorded and not applied.own_new))
-    return _BulkPlan(closure, plan)
+    return _BulkPlan(run.closure, plan)
 
 
-def post_bulk(work: ProjectWork, body: BulkLabels,
-              source: str = "bulk") -> Written[BulkLabelsCreated] | Refused:
+def _post_bulk(work: ProjectWork, body: BulkLabels,
+               source: str) -> Written[BulkLabelsCreated] | Refused:
     """Import many labels in one transaction: all applied, or none and every contradiction.
 
     Labels are applied in the order given, to a copy of the closure; each contradiction (with
     the stored labels or with an earlier label of the import) is listed with its proof, and
     nothing is stored then (:class:`Refused`). A large import into a project without labels
-    is applied in the canonical order instead (:data:`CANONICAL_MIN`). In ``consensus``
-    every label is an answer and nothing is refused
-    (:func:`app.services.labels.answering.post_bulk_answers`).
+    is applied in the canonical order instead (:data:`CANONICAL_MIN`).
     """
-    if work.project.policy == "consensus":
-        return post_bulk_answers(work, body, source)
 
     def compute(work: ProjectWork) -> _BulkPlan | Refused:
         state = work.state
@@ -305,27 +287,31 @@ def _bulkcreated(state: ProjectState, plan: _BulkPlan,
     )
 
 
-def _store_agreeing(work: ProjectWork, project: Project, plan: _BulkPlan, source: str) -> None:
+def _store_agreeing(work: ProjectWork, project: Project, plan: _BulkPlan, source: str) -> int:
     """Keep the answers of other annotators that agree with a label asserted already (one
-    query for who stands behind which label, whatever the import's length)."""
+    query for who stands behind which label, whatever the import's length); how many."""
     state = work.state
     agreeing = [(item, live) for item in plan.items if item.update is None
                 and (live := state.labels.get((item.a_id, item.b_id))) is not None
                 and live.annotator != item.annotator]
     behind = standing(work.session, {live.id for _, live in agreeing})
+    kept = 0
     for item, live in agreeing:
         if (live.id, item.annotator) not in behind:
             behind.add((live.id, item.annotator))  # a repeat within the import: one answer
             record_answer(work.session, project.id, item.a_id, item.b_id, item.positive,
                           item.annotator, outcome="agreed", source=source, label_id=live.id)
+            kept += 1
+    return kept
 
 
 def _store_bulk(work: ProjectWork, project: Project, plan: _BulkPlan,
                 source: str) -> dict[int, int]:
     """Store the new labels, their answers and effects; the new label id of each item index."""
-    _store_agreeing(work, project, plan, source)
+    agreed = _store_agreeing(work, project, plan, source)
     new = [item for item in plan.items if item.update is not None]
     if not new:
+        project.version += bool(agreed)  # every stored answer moves the version
         return {}
     state, session = work.state, work.session
     record_since = project.version
@@ -355,3 +341,137 @@ def _store_bulk(work: ProjectWork, project: Project, plan: _BulkPlan,
         state.remember((item.a_id, item.b_id),
                        LiveLabel(label_id, item.positive, item.annotator, now))
     return {item.index: label_id for item, label_id in zip(new, ids, strict=True)}
+
+
+# ---------------------------------------------------------------------------- retractions
+@dataclass(frozen=True)
+class _Retraction:
+    label_id: int
+    pair: tuple[int, int]
+    positive: bool
+    closure: Closure
+    stored: Rewrite
+    values: Any
+
+
+def _plan_retraction(work: ProjectWork, label_id: int) -> _Retraction:
+    """The closure of the live labels but ``label_id``, replayed in the order they were
+    asserted (ids: causes follow that order), no lock held."""
+    state = work.state
+    pair = state.pair_of_label.get(label_id)
+    if pair is None:
+        label = work.session.get(AssertedLabel, label_id)
+        if label is not None and label.project_id == state.project_id:
+            raise LabelNotFound(label_id, "this label was already retracted")
+        raise LabelNotFound(label_id)
+    closure, labels, updates = replay_live(state, without=label_id)
+    return _Retraction(label_id, pair, state.labels[pair].positive, closure,
+                       prepare_rewrite(closure, labels, updates, since=label_id),
+                       state.values_under(closure))
+
+
+def _store_retraction(work: ProjectWork, project: Project,
+                      plan: _Retraction) -> LabelRetracted:
+    session, state = work.session, work.state
+    label = session.get(AssertedLabel, plan.label_id)
+    if label is None or label.project_id != project.id or label.retracted_at is not None:
+        raise LabelNotFound(plan.label_id, "this label was already retracted")
+    before = len(state.closure)
+    project.version += 1
+    project.retraction_version = project.version
+    label.retracted_at = utcnow()
+    label.retracted_version = project.version
+    label.caused_by = None
+    retract_label_answers(session, [plan.label_id])
+    rewrite(session, project.id, plan.stored)
+    state.replace_closure(plan.closure, plan.values)
+    state.forget_label(plan.label_id)
+    name = state.name_of
+    return LabelRetracted(id=plan.label_id, a=name[plan.pair[0]], b=name[plan.pair[1]],
+                          label=label_value(plan.positive), retracted_at=label.retracted_at,
+                          undecided=before - len(plan.closure))
+
+
+def _retract_label(work: ProjectWork, label_id: int) -> LabelRetracted:
+    """Retract a live label; the closure is recomputed from the remaining labels."""
+    return work.write(lambda work: _plan_retraction(work, label_id), _store_retraction)
+
+
+def _others_behind(work: ProjectWork, answer: Answer) -> int:
+    """Live accepted answers other than ``answer`` behind its label."""
+    return work.session.scalar(select(func.count(Answer.id)).where(
+        Answer.label_id == answer.label_id, Answer.id != answer.id,
+        Answer.outcome.in_(ACCEPTED), Answer.retracted_at.is_(None))) or 0
+
+
+def _retract_answer(work: ProjectWork, answer_id: int) -> AnswerRetracted:
+    """Retract one answer: its label goes when no other live accepted answer stands behind
+    it (the label's retraction); else the answer alone is stamped retracted."""
+    answer = live_answer(work, answer_id)
+    name = work.state.name_of
+    a, b, positive = name[answer.a_id], name[answer.b_id], answer.positive
+    label_id = answer.label_id
+    stands = (answer.outcome in ACCEPTED and label_id is not None
+              and label_id in work.state.pair_of_label)
+    if stands and not _others_behind(work, answer):
+        assert label_id is not None
+        work.session.rollback()
+        retracted = _retract_label(work, label_id)
+        return AnswerRetracted(id=answer_id, a=a, b=b, label=label_value(positive),
+                               retracted_at=retracted.retracted_at,
+                               undecided=retracted.undecided)
+    work.session.rollback()
+    now = utcnow()
+
+    def store(work: ProjectWork, project: Project, plan: None) -> None:
+        live_answer(work, answer_id)
+        project.version += 1  # every stored change of the answers moves the version
+        stamp_retracted(work.session, [answer_id], now)
+
+    work.write(lambda work: None, store)
+    return AnswerRetracted(id=answer_id, a=a, b=b, label=label_value(positive),
+                           retracted_at=now, undecided=0)
+
+
+# ---------------------------------------------------------------------------- the policy
+def _close_disagreements(work: ProjectWork, project: Project, plan: None) -> None:
+    """Switch to ``strict``: strict settles nothing by answers, so what stays in dispute is
+    not listed as open work."""
+    project.policy = STRICT.name
+    project.version += 1
+    work.session.execute(update(Disagreement).where(
+        Disagreement.project_id == project.id, Disagreement.closed_at.is_(None))
+        .values(closed_at=utcnow()))
+
+
+class StrictPolicy:
+    """The ``strict`` policy (module docstring), as :mod:`app.services.labels.policy`
+    calls it."""
+
+    name = "strict"
+    refuses = True  # a label against what the order decides is refused with its proof
+
+    def post(self, work: ProjectWork, body: LabelIn) -> Written[LabelCreated] | Refused:
+        return _post(work, body)
+
+    def post_bulk(self, work: ProjectWork, body: BulkLabels,
+                  source: str) -> Written[BulkLabelsCreated] | Refused:
+        return _post_bulk(work, body, source)
+
+    def retract_label(self, work: ProjectWork, label_id: int) -> LabelRetracted:
+        return _retract_label(work, label_id)
+
+    def retract_answer(self, work: ProjectWork, answer_id: int) -> AnswerRetracted:
+        return _retract_answer(work, answer_id)
+
+    def team_question(self, work: ProjectWork, annotator: str | None,
+                      proba: np.ndarray | None) -> TeamQuestion | None:
+        """None: in ``strict`` every question is the strategy's new pair."""
+        return None
+
+    def adopt(self, work: ProjectWork) -> None:
+        """Switch to ``strict``: the current labels stay; the open disagreements close."""
+        work.write(lambda work: None, _close_disagreements)
+
+
+STRICT = StrictPolicy()

@@ -1,0 +1,306 @@
+"""A change of a ``consensus`` project's answers, as a value: planned, then stored by one
+function.
+
+Every full-path event (``docs/consensus_service.md``) is a :class:`TeamChange`: the answers it
+adds, the answers it retracts, the policy it switches to, the disagreement a reviewer's answer
+resolves, the annotators whose answers do not count. :func:`plan_change` computes the
+consensus after it with no lock held (:func:`reasoning.consensus.consensus` over the live
+answers, a reviewer's answer final for its pair, the answer id as the order), and the label
+changes that bring the asserted labels to it; :func:`store_change` writes the change and its
+plan in the write transaction: the answers, the labels (labels whose value left the consensus
+retracted, new ones asserted, the stored closure replayed from the first label that changed,
+as a retraction does: :func:`app.services.labels.store.prepare_rewrite`), every answer's
+outcome and the open disagreements. Every stored change moves the project's version, so a
+planner in another process that read the answers before it plans again. The consensus fitted
+becomes the state's last fit once the transaction commits
+(:meth:`app.services.unit.ProjectWork.stage_team`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy.orm import Session
+
+from app.schemas import DisagreementRef
+from app.services.annotators import stamp_retracted
+from app.services.labels.store import insert_labels, prepare_rewrite, release, rewrite
+from app.services.state import LiveLabel, ProjectState
+from app.services.team import LiveAnswer, live_answers, live_of, votes
+from app.services.unit import ProjectWork
+from models import Answer, AssertedLabel, CheckQuestion, Disagreement, Project, utcnow
+from reasoning.closure import Closure, Label, Update
+from reasoning.consensus import Consensus, Vote, consensus
+
+__all__ = [
+    "Applied",
+    "NewAnswer",
+    "Recomputed",
+    "TeamChange",
+    "answer_check",
+    "plan_change",
+    "run_change",
+    "store_change",
+]
+
+UNSTORED = 2**62
+"""The order of answers not stored yet: after every stored one."""
+
+
+@dataclass(frozen=True)
+class NewAnswer:
+    """An answer a change adds (stored ``contested``; its outcome follows the consensus).
+
+    ``check``: the check question it answers (:class:`models.CheckQuestion` id), if any.
+    """
+
+    a_id: int
+    b_id: int
+    positive: bool
+    annotator: str | None
+    source: str = "api"
+    role: str = "annotator"
+    check: int | None = None
+
+
+@dataclass(frozen=True)
+class TeamChange:
+    """One full-path event of a ``consensus`` project, as data.
+
+    ``add``: the answers it adds; ``retract``: the answer ids it retracts; ``policy``: the
+    policy the project switches to; ``resolves``: the disagreement that ``add``'s reviewer
+    answer resolves; ``exclude``: annotators whose answers do not count; ``pair``: the pair
+    whose disagreement the response reports.
+    """
+
+    add: tuple[NewAnswer, ...] = ()
+    retract: frozenset[int] = frozenset()
+    policy: str | None = None
+    resolves: int | None = None
+    exclude: frozenset[str] = frozenset()
+    pair: tuple[int, int] | None = None
+
+    def votes(self) -> list[Vote]:
+        """The answers added, as the consensus takes them (after every stored answer)."""
+        return [Vote(new.a_id, new.b_id, new.positive, new.annotator,
+                     reviewer=new.role == "reviewer", check=new.check is not None,
+                     order=UNSTORED + k) for k, new in enumerate(self.add)]
+
+
+# ---------------------------------------------------------------------------- the plan
+@dataclass(frozen=True)
+class Recomputed:
+    """A consensus and the label changes that bring the asserted labels to it."""
+
+    result: Consensus
+    rows: list[LiveAnswer]
+    remove: list[int]  # label ids whose value left the consensus
+    add: list[tuple[tuple[int, int], bool]]  # new labels, in the order they get ids
+    closure: Closure | None  # None: the asserted labels stay
+    labels: list[tuple[int, Label]] = field(default_factory=list)  # replay order; new: -k-1
+    updates: list[Update] = field(default_factory=list)
+    values: Any = None
+    extra: tuple[Vote, ...] = ()
+
+
+def plan_change(work: ProjectWork, change: TeamChange) -> Recomputed:
+    """The consensus after ``change`` and the label changes it makes (no lock held)."""
+    rows = [r for r in live_answers(work.session, work.state.project_id)
+            if r.id not in change.retract and r.annotator not in change.exclude]
+    return _plan(work.state, rows, change.votes())
+
+
+def _plan(state: ProjectState, rows: list[LiveAnswer], extra: Sequence[Vote]) -> Recomputed:
+    """The consensus of ``rows`` (and ``extra``, answers not stored yet) and its changes."""
+    result = consensus([*votes(rows), *extra], state.closure.concepts)
+    current = state.labels
+    decided = cast(dict[tuple[int, int], bool], result.labels)
+    remove = sorted(live.id for pair, live in current.items()
+                    if decided.get(pair) != live.positive)
+    add = sorted((pair, value) for pair, value in decided.items()
+                 if pair not in current or current[pair].positive != value)
+    if not remove and not add:
+        return Recomputed(result, rows, [], [], None, extra=tuple(extra))
+    gone = set(remove)
+    kept = sorted((live.id, Label(a, b, live.positive)) for (a, b), live in current.items()
+                  if live.id not in gone)
+    labels = kept + [(-k - 1, Label(a, b, value)) for k, ((a, b), value) in enumerate(add)]
+    closure, updates = Closure.replay_effects([lab for _, lab in labels],
+                                              state.closure.concepts)
+    return Recomputed(result, rows, remove, add, closure, labels, updates,
+                      state.values_under(closure), tuple(extra))
+
+
+# ---------------------------------------------------------------------------- the store
+@dataclass(frozen=True)
+class Applied:
+    """A stored full-path event: the plan, the answers it added, the closure before, the
+    pair's disagreement and the new labels' ids."""
+
+    plan: Recomputed
+    answers: list[LiveAnswer]
+    before: Closure
+    disagreement: DisagreementRef | None
+    label_ids: dict[tuple[int, int], int]
+    stored_at: datetime
+
+
+def run_change(work: ProjectWork, change: TeamChange) -> Applied:
+    """Run a full-path event through the unit of work: plan it (no lock held), then store
+    it in one write transaction."""
+    return work.write(lambda work: plan_change(work, change),
+                      lambda work, project, plan: store_change(work, project, change, plan))
+
+
+def store_change(work: ProjectWork, project: Project, change: TeamChange,
+                 plan: Recomputed) -> Applied:
+    """Store ``change`` and its ``plan`` (inside the write transaction); move the cache."""
+    session, state, now = work.session, work.state, utcnow()
+    before = state.closure
+    added = _store_answers(work, project, change.add)
+    stamp_retracted(session, change.retract, now)
+    if change.policy is not None:
+        project.policy = change.policy
+    if change.resolves is not None:
+        _resolved(session, change.resolves, added[-1].id)
+    project.version += 1  # every stored change: a planner that read the answers before replans
+    ids = _apply(work, project, plan)
+    sync_outcomes(session, plan.result, plan.rows + added, state)
+    states = sync_disagreements(session, project.id, plan.result)
+    work.stage_team(replace(state.team, fit=plan.result))
+    ref = states.get(change.pair) if change.pair is not None else None
+    return Applied(plan, added, before, ref, ids, now)
+
+
+def _store_answers(work: ProjectWork, project: Project,
+                   new: tuple[NewAnswer, ...]) -> list[LiveAnswer]:
+    """Store the answers ``new`` (``contested`` until their outcomes follow the consensus),
+    mark the check questions they answer, release the leases on their pairs."""
+    if not new:
+        return []
+    session, now = work.session, utcnow()
+    rows = [Answer(project_id=project.id, a_id=n.a_id, b_id=n.b_id, positive=n.positive,
+                   annotator=n.annotator, role=n.role, source=n.source, outcome="contested",
+                   check_question=n.check is not None, created_at=now) for n in new]
+    session.add_all(rows)
+    session.flush()
+    for answer, item in zip(rows, new, strict=True):
+        answer_check(session, item.check, answer.id)
+    release(work.session, work.state, [(n.a_id, n.b_id) for n in new])
+    return [live_of(row) for row in rows]
+
+
+def answer_check(session: Session, check: int | None, answer_id: int) -> None:
+    """Mark the check question ``check`` (if any) answered by ``answer_id``."""
+    if check is not None:
+        session.execute(update(CheckQuestion).where(CheckQuestion.id == check)
+                        .values(answer_id=answer_id))
+
+
+def _resolved(session: Session, disagreement_id: int, answer_id: int) -> None:
+    """Close the disagreement a reviewer's answer resolves (if still open) and link it."""
+    session.execute(update(Disagreement).where(
+        Disagreement.id == disagreement_id, Disagreement.closed_at.is_(None))
+        .values(closed_at=utcnow()).execution_options(synchronize_session=False))
+    session.execute(update(Disagreement).where(Disagreement.id == disagreement_id)
+                    .values(resolution_id=answer_id)
+                    .execution_options(synchronize_session=False))
+
+
+def _apply(work: ProjectWork, project: Project, plan: Recomputed) -> dict[tuple[int, int], int]:
+    """Store the label changes of ``plan`` and move the cached state; the new labels' ids."""
+    session, state = work.session, work.state
+    if plan.closure is None:
+        return {}
+    now = utcnow()
+    project.version += 1
+    if plan.remove:
+        project.retraction_version = project.version
+        session.execute(update(AssertedLabel).where(AssertedLabel.id.in_(plan.remove)).values(
+            retracted_at=now, retracted_version=project.version, caused_by=None)
+            .execution_options(synchronize_session=False))
+    annotators = _first_annotators(plan)
+    ids = insert_labels(session, [(project.id, a, b, value, annotators.get((a, b)), now,
+                                   project.version) for (a, b), value in plan.add])
+    labels = [(ids[-k - 1] if k < 0 else k, lab) for k, lab in plan.labels]
+    since = min([*plan.remove, *ids])
+    rewrite(session, project.id, prepare_rewrite(plan.closure, labels, plan.updates, since))
+    release(session, state, [pair for pair, _ in plan.add])
+    for label_id in plan.remove:
+        state.forget_label(label_id)
+    state.replace_closure(plan.closure, plan.values)
+    new = dict(zip([pair for pair, _ in plan.add], ids, strict=True))
+    for (pair, value), label_id in zip(plan.add, ids, strict=True):
+        state.remember(pair, LiveLabel(label_id, value, annotators.get(pair), now))
+    return new
+
+
+def _first_annotators(plan: Recomputed) -> dict[tuple[int, int], str | None]:
+    """Per new label, the annotator of the first answer that gave its value."""
+    wanted = dict(plan.add)
+    first: dict[tuple[int, int], str | None] = {}
+    given: list[tuple[Any, bool, str | None]] = [
+        ((r.a_id, r.b_id), r.positive, r.annotator) for r in plan.rows]
+    given += [((e.a, e.b), e.positive, e.annotator) for e in plan.extra]
+    for pair, positive, annotator in given:
+        if wanted.get(pair) == positive and pair not in first:
+            first[pair] = annotator
+    return first
+
+
+# ---------------------------------------------------------------------------- outcomes
+def sync_outcomes(session: Session, result: Consensus, rows: Sequence[LiveAnswer],
+                  state: ProjectState) -> None:
+    """Bring every live answer's outcome and label to the consensus.
+
+    On a disputed pair (or one that gave way) every answer is ``contested``; elsewhere an
+    answer that gives the pair's value stands behind its label: ``asserted`` (it created the
+    label: the first such answer of a label) or ``agreed``; one against it is ``contested``.
+    """
+    changes: list[dict[str, Any]] = []
+    first: set[int] = set()
+    for row in rows:
+        pair = (row.a_id, row.b_id)
+        live = state.labels.get(pair)
+        if pair in result.contested or live is None or live.positive != row.positive:
+            target: tuple[str, int | None] = ("contested", None)
+        elif live.id not in first and (row.outcome == "asserted" or row.label_id != live.id):
+            target = ("asserted", live.id)
+        else:
+            target = ("agreed", live.id)
+        if target[0] == "asserted" and target[1] is not None:
+            first.add(target[1])
+        if (row.outcome, row.label_id) != target:
+            changes.append({"k_id": row.id, "v_outcome": target[0], "v_label": target[1]})
+    if changes:
+        table = cast(Table, Answer.__table__)
+        session.execute(table.update().where(table.c.id == bindparam("k_id")).values(
+            outcome=bindparam("v_outcome"), label_id=bindparam("v_label")), changes)
+
+
+def sync_disagreements(session: Session, project_id: int,
+                       result: Consensus) -> dict[tuple[int, int], DisagreementRef]:
+    """Open a disagreement for each newly contested pair, close those no longer contested
+    (settled by answers); per pair that changed or stays open, its reference."""
+    open_rows = {(a, b): k for k, a, b in session.execute(
+        select(Disagreement.id, Disagreement.a_id, Disagreement.b_id).where(
+            Disagreement.project_id == project_id, Disagreement.closed_at.is_(None)))}
+    states: dict[tuple[int, int], DisagreementRef] = {}
+    now = utcnow()
+    closing = [k for pair, k in open_rows.items() if pair not in result.contested]
+    if closing:
+        session.execute(update(Disagreement).where(Disagreement.id.in_(closing))
+                        .values(closed_at=now).execution_options(synchronize_session=False))
+    for pair, k in open_rows.items():
+        states[pair] = DisagreementRef(id=k, state="closed" if k in closing else "open")
+    for pair in cast(dict[tuple[int, int], Any], result.contested):
+        if pair not in open_rows:
+            row = Disagreement(project_id=project_id, a_id=pair[0], b_id=pair[1], opened_at=now)
+            session.add(row)
+            session.flush()
+            states[pair] = DisagreementRef(id=row.id, state="opened")
+    return states

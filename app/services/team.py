@@ -1,0 +1,119 @@
+"""The team's read model: a project's live answers as the consensus reads them, and what was
+last computed from them.
+
+Every module that reads a team's answers (``next``'s team question, the agreement view, the
+disagreements) reads them here, never from a module that writes them. What is computed from
+the answers is cached on the project's state (:class:`app.services.state.TeamCache`): the
+last full-path consensus (:func:`last_fit`), set only once its event committed, and the
+agreement view (:func:`cached_agreement`, :func:`keep_agreement`); both are forgotten with the
+state (an invalidation after a failed write, an eviction, a deleted project).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.services.state import ProjectState
+from models import Answer, Project
+from reasoning.consensus import Consensus, Vote, consensus
+
+__all__ = [
+    "LiveAnswer",
+    "answers_fingerprint",
+    "cached_agreement",
+    "keep_agreement",
+    "last_fit",
+    "live_answers",
+    "live_of",
+    "pair_answers",
+    "votes",
+]
+
+
+@dataclass(frozen=True)
+class LiveAnswer:
+    """A live (not retracted) answer as the consensus reads it."""
+
+    id: int
+    a_id: int
+    b_id: int
+    positive: bool
+    annotator: str | None
+    reviewer: bool
+    check: bool
+    outcome: str
+    label_id: int | None
+
+
+_COLUMNS = (Answer.id, Answer.a_id, Answer.b_id, Answer.positive, Answer.annotator,
+            Answer.role, Answer.check_question, Answer.outcome, Answer.label_id)
+
+
+def _live(row: Any) -> LiveAnswer:
+    return LiveAnswer(int(row[0]), int(row[1]), int(row[2]), bool(row[3]), row[4],
+                      row[5] == "reviewer", bool(row[6]), row[7], row[8])
+
+
+def live_answers(session: Session, project_id: int) -> list[LiveAnswer]:
+    """Every live answer of the project, in arrival order (ids)."""
+    rows = session.execute(select(*_COLUMNS).where(
+        Answer.project_id == project_id, Answer.retracted_at.is_(None)).order_by(Answer.id))
+    return [_live(row) for row in rows]
+
+
+def pair_answers(session: Session, project_id: int, a_id: int, b_id: int) -> list[LiveAnswer]:
+    """The live answers on one pair, in arrival order."""
+    rows = session.execute(select(*_COLUMNS).where(
+        Answer.project_id == project_id, Answer.a_id == a_id, Answer.b_id == b_id,
+        Answer.retracted_at.is_(None)).order_by(Answer.id))
+    return [_live(row) for row in rows]
+
+
+def live_of(answer: Answer) -> LiveAnswer:
+    """A stored answer row as the consensus reads it."""
+    return LiveAnswer(answer.id, answer.a_id, answer.b_id, answer.positive, answer.annotator,
+                      answer.role == "reviewer", answer.check_question, answer.outcome,
+                      answer.label_id)
+
+
+def votes(rows: Sequence[LiveAnswer]) -> list[Vote]:
+    """The answers as :func:`reasoning.consensus.consensus` takes them (the id as the order)."""
+    return [Vote(r.a_id, r.b_id, r.positive, r.annotator, reviewer=r.reviewer, check=r.check,
+                 order=r.id) for r in rows]
+
+
+def last_fit(state: ProjectState, rows: Sequence[LiveAnswer]) -> Consensus:
+    """The consensus of the project's last committed full-path event in this process; without
+    one, the consensus of ``rows`` (the live answers), kept until the next event."""
+    fitted = state.team.fit
+    if fitted is None:
+        fitted = consensus(votes(rows), state.closure.concepts)
+        state.team = replace(state.team, fit=fitted)
+    return fitted
+
+
+def answers_fingerprint(session: Session, project_id: int) -> tuple[int, ...]:
+    """What changes whenever the live answers or the concepts they name change: the
+    project's version (every stored answer moves it), the newest answer id, the count of
+    answers and of retracted ones."""
+    version = session.scalar(select(Project.version).where(Project.id == project_id))
+    newest, count, retracted = session.execute(
+        select(func.max(Answer.id), func.count(Answer.id), func.count(Answer.retracted_at))
+        .where(Answer.project_id == project_id)).one()
+    return (int(version or 0), int(newest or 0), int(count), int(retracted))
+
+
+def cached_agreement(state: ProjectState, mark: tuple[int, ...]) -> Any:
+    """The agreement view cached for the answers of fingerprint ``mark``, or None."""
+    cached = state.team.agreement
+    return cached[1] if cached is not None and cached[0] == mark else None
+
+
+def keep_agreement(state: ProjectState, mark: tuple[int, ...], view: Any) -> None:
+    """Cache ``view``, computed from the answers of fingerprint ``mark`` (under the lock)."""
+    state.team = replace(state.team, agreement=(mark, view))

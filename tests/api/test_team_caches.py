@@ -1,0 +1,77 @@
+"""What is computed from a team's answers is cached with the project's state and never runs
+ahead of the database: a consensus fitted for a write that did not commit never reaches
+``next``, and the caches go with the state."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import event
+from sqlalchemy.orm import Session
+
+from reasoning.consensus.asking import AskPolicy
+from tests.api.conftest import label, new_project
+
+CONCEPTS = ["a", "b", "c", "d"]
+
+
+@pytest.fixture
+def failing_commit() -> Iterator[dict[str, bool]]:
+    """Arm it (``armed = True``) and the next commit of any session fails, once."""
+    switch = {"armed": False}
+
+    def fail(session: Session) -> None:
+        if switch["armed"]:
+            switch["armed"] = False
+            raise RuntimeError("disk full")
+
+    event.listen(Session, "before_commit", fail)
+    yield switch
+    event.remove(Session, "before_commit", fail)
+
+
+def _answers(client: TestClient, pid: int) -> list[tuple[str | None, str]]:
+    items = client.get(f"/projects/{pid}/answers", params={"limit": 100}).json()["items"]
+    return [(item["annotator"], item["label"]) for item in items]
+
+
+def test_a_fit_whose_write_did_not_commit_never_reaches_next(
+        client: TestClient, failing_commit: dict[str, bool],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pid = new_project(client, CONCEPTS, policy="consensus")
+    assert label(client, pid, "a", "b", annotator="ann").status_code == 201
+    seen: list[dict[Any, float]] = []
+    choose = AskPolicy.choose
+
+    def spy(self: AskPolicy, view: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(dict(view.result.accuracy))
+        return choose(self, view, *args, **kwargs)
+
+    monkeypatch.setattr(AskPolicy, "choose", spy)
+    # bob's contested answer takes the full path: the consensus is fitted with bob, then the
+    # write's commit fails
+    broken = TestClient(client.app, raise_server_exceptions=False)
+    failing_commit["armed"] = True
+    response = broken.post(f"/projects/{pid}/labels",
+                           json={"a": "a", "b": "b", "label": "negative", "annotator": "bob"})
+    assert response.status_code == 500
+    assert not failing_commit["armed"], "the write reached its commit"
+    assert _answers(client, pid) == [("ann", "positive")]
+    asked = client.get(f"/projects/{pid}/next", params={"annotator": "cy", "k": 1})
+    assert asked.status_code == 200, asked.text
+    assert seen, "next asked the team policy"
+    assert all("bob" not in accuracy for accuracy in seen), seen
+
+
+def test_the_team_caches_go_with_the_state(client: TestClient) -> None:
+    pid = new_project(client, CONCEPTS, policy="consensus")
+    label(client, pid, "a", "b", annotator="ann")
+    label(client, pid, "a", "b", "negative", annotator="bob")  # a full path: a fit
+    assert client.get(f"/projects/{pid}/agreement").status_code == 200
+    state = client.app.state.project_states.get(pid)  # type: ignore[attr-defined]
+    assert state.team.fit is not None and state.team.agreement is not None
+    state.invalidate()
+    assert state.team.fit is None and state.team.agreement is None
