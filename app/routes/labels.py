@@ -30,7 +30,7 @@ from app.schemas import (
 )
 from app.security import MAX_ID, ProjectKeyDep
 from app.services import labels as service
-from app.services.idempotency import Answer, Idempotency, InFlight, request_hash
+from app.services.idempotency import Idempotency, InFlight, StoredResponse, request_hash
 from app.services.labels import Refused, Written
 from app.services.unit import ProjectWork
 
@@ -52,16 +52,16 @@ IdempotencyKey = Annotated[
 LabelWrite = Callable[[ProjectWork, Any], Written[Any] | Refused]
 
 
-def _answer(result: Written[Any] | Refused, instance: str) -> Answer:
+def _answer(result: Written[Any] | Refused, instance: str) -> StoredResponse:
     """What a label write answers: 201 created, 200 found asserted already, 409 refused."""
     if isinstance(result, Refused):
         error = result.error
-        return Answer(error.kind.status,
+        return StoredResponse(error.kind.status,
                       problem_body(error.slug, error.detail, instance, **error.members))
-    return Answer(201 if result.created else 200, result.answer.model_dump(mode="json"))
+    return StoredResponse(201 if result.created else 200, result.answer.model_dump(mode="json"))
 
 
-def _response(answer: Answer) -> Response:
+def _response(answer: StoredResponse) -> Response:
     headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
     if answer.status >= 400:  # a refusal (a contradiction with its proof)
         return ProblemResponse(answer.body, status_code=answer.status, headers=headers)
@@ -83,7 +83,7 @@ def _once(write: LabelWrite, kind: str, work: ProjectWork, body: Any, request: R
                        lambda result: _answer(result, instance), ttl=ttl)
     with inflight.claim(project_id, idempotency_key):
         outcome = work.idempotent(once, lambda: write(work, body))
-    return _response(outcome if isinstance(outcome, Answer) else _answer(outcome, instance))
+    return _response(outcome if isinstance(outcome, StoredResponse) else _answer(outcome, instance))
 
 
 @router.post("", status_code=201, response_model=LabelCreated,

@@ -36,7 +36,8 @@ from app.errors import IdempotencyInProgress, IdempotencyKeyReused
 from models import IdempotencyRecord
 from models.base import utcnow
 
-__all__ = ["DEFAULT_TTL", "SWEEP_BATCH", "Answer", "Idempotency", "InFlight", "request_hash"]
+__all__ = ["DEFAULT_TTL", "SWEEP_BATCH", "Idempotency", "InFlight", "StoredResponse",
+           "request_hash"]
 
 DEFAULT_TTL = timedelta(days=1)
 SWEEP_BATCH = 100
@@ -72,8 +73,8 @@ class InFlight:
 
 
 @dataclass(frozen=True)
-class Answer:
-    """An answer as stored under a key: its status and JSON body (``replayed``: read back)."""
+class StoredResponse:
+    """A response as stored under a key: its status and JSON body (``replayed``: read back)."""
 
     status: int
     body: dict[str, Any]
@@ -90,14 +91,14 @@ class Idempotency:
     project_id: int
     key: str
     request_hash: str
-    answer: Callable[[Any], Answer]
+    answer: Callable[[Any], StoredResponse]
     ttl: timedelta = DEFAULT_TTL
 
     def _cutoff(self) -> datetime:
         """Records created at or before this are expired."""
         return utcnow() - self.ttl
 
-    def replayed(self, session: Session) -> Answer | None:
+    def replayed(self, session: Session) -> StoredResponse | None:
         """The stored answer of the first request with this key, if any."""
         record = session.scalar(select(IdempotencyRecord).where(
             IdempotencyRecord.project_id == self.project_id, IdempotencyRecord.key == self.key))
@@ -106,7 +107,7 @@ class Idempotency:
         if record.request_hash != self.request_hash:
             raise IdempotencyKeyReused(
                 f"Idempotency-Key {self.key!r} was already used with another request body")
-        return Answer(record.status_code, json.loads(record.response_body), replayed=True)
+        return StoredResponse(record.status_code, json.loads(record.response_body), replayed=True)
 
     def record(self, session: Session, result: Any) -> None:
         """Store the answer of ``result``; delete this key's expired record and a batch of

@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from app.db import Database, migrate, write_transaction
 from app.errors import ConcurrentChange
 from app.schemas import ConceptIn
-from app.services.idempotency import Answer, Idempotency, request_hash
+from app.services.idempotency import Idempotency, StoredResponse, request_hash
 from app.services.state import StateRegistry
 from app.services.training import Trainer
 from app.services.unit import ProjectWork, open_project
@@ -227,7 +227,7 @@ def test_atomically_every_write_or_none(project: tuple[Process, int]) -> None:
 def once(pid: int, key: str = "key-1") -> Idempotency:
     """The hook of an idempotent request whose write answers a new version as a 201."""
     return Idempotency(pid, key, request_hash("concept", ConceptIn(name="x")),
-                       lambda version: Answer(201, {"version": version}))
+                       lambda version: StoredResponse(201, {"version": version}))
 
 
 def test_an_idempotent_write_runs_once_and_replays_its_answer(
@@ -244,7 +244,7 @@ def test_an_idempotent_write_runs_once_and_replays_its_answer(
     with process.work(pid) as work:
         again = work.idempotent(once(pid), lambda: run(work))
     assert runs == [1]  # the retry ran nothing
-    assert isinstance(again, Answer) and again.replayed
+    assert isinstance(again, StoredResponse) and again.replayed
     assert again.status == 201 and again.body == {"version": first}
     assert names(process, pid) == ["c0", "c1", "c2", "x"]
     assert count(process, IdempotencyRecord, pid) == 1
@@ -280,7 +280,7 @@ def test_an_answer_stored_meanwhile_by_another_process_is_replayed_and_nothing_s
 
     with first.work(pid) as work:
         answer = work.idempotent(once(pid), lambda: write(work, "mine", elsewhere))
-        assert isinstance(answer, Answer) and answer.replayed
+        assert isinstance(answer, StoredResponse) and answer.replayed
         c0, c1 = work.state.id_of["c0"], work.state.id_of["c1"]
         assert not work.state.closure.status(c0, c1).asserted  # the moved cache was dropped
     assert stores == ["theirs"]
