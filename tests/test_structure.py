@@ -197,10 +197,15 @@ def test_pyproject_has_the_layering_contracts() -> None:
         for options in configuration["contracts_options"] if options["type"] == "forbidden"
         for source in options["source_modules"] for target in options["forbidden_modules"]
     }
-    assert forbidden == {("reasoning", "app"), ("reasoning", "models"),
-                         ("reasoning", "sporal_labelstudio"), ("models", "app"),
-                         ("models", "reasoning"), ("models", "sporal_labelstudio"),
-                         ("sporal_labelstudio", "app")}
+    layers = {("reasoning", "app"), ("reasoning", "models"), ("reasoning", "sporal_labelstudio"),
+              ("models", "app"), ("models", "reasoning"), ("models", "sporal_labelstudio"),
+              ("sporal_labelstudio", "app")}
+    reads = {"team", "agreement", "asking", "disagreements", "answers", "labels.listing",
+             "labels.proofs"}
+    writes = {"labels.policy", "labels.strict", "labels.consensus", "labels.change",
+              "labels.shared"}
+    assert forbidden == layers | {(f"app.services.{r}", f"app.services.{w}")
+                                  for r in reads for w in writes}
     acyclic = [options for options in configuration["contracts_options"]
                if options["type"] == "acyclic_siblings"]
     assert [sorted(options["ancestors"]) for options in acyclic] == [["app", "reasoning"]]
@@ -236,3 +241,33 @@ def test_each_contract_breaks_when_an_import_it_forbids_is_added(
         for importer, imported in imports:
             broken.add_import(importer=importer, imported=imported)
         assert not contract.check(broken, verbose=False).kept, f"{contract.name}: {imports}"
+
+
+MAX_POLICY_NAME_COMPARISONS = 2
+
+
+def policy_name_comparisons(source: str, names: set[str]) -> Iterator[int]:
+    """The lines of ``source`` that compare something with a label policy's name."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for operand in operands:
+                elements = operand.elts if isinstance(operand, ast.Tuple | ast.List | ast.Set) \
+                    else [operand]
+                if any(isinstance(e, ast.Constant) and e.value in names for e in elements):
+                    yield node.lineno
+                    break
+
+
+def test_the_label_policy_is_an_object_not_a_name_tested_everywhere() -> None:
+    from app.services.labels.policy import POLICIES
+
+    names = set(POLICIES)
+    found = [f"{path.relative_to(ROOT)}:{line}" for path in sorted((ROOT / "app").rglob("*.py"))
+             for line in policy_name_comparisons(path.read_text(), names)]
+    assert len(found) <= MAX_POLICY_NAME_COMPARISONS, found
+
+
+def test_policy_name_comparisons_are_found() -> None:
+    source = 'a = p == "strict"\nb = "consensus" != q\nc = p in ("strict", "x")\nd = p == "x"\n'
+    assert list(policy_name_comparisons(source, {"strict", "consensus"})) == [1, 2, 3]

@@ -12,6 +12,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
+from app.services.labels.change import TeamChange, plan_change
+from app.services.unit import ProjectWork
 from reasoning.consensus.asking import AskPolicy
 from tests.api.conftest import label, new_project
 
@@ -75,3 +77,20 @@ def test_the_team_caches_go_with_the_state(client: TestClient) -> None:
     assert state.team.fit is not None and state.team.agreement is not None
     state.invalidate()
     assert state.team.fit is None and state.team.agreement is None
+
+
+def test_a_change_that_excludes_an_annotator_plans_without_their_answers(
+        client: TestClient) -> None:
+    pid = new_project(client, CONCEPTS, policy="consensus")
+    for who in ("ann", "bob"):
+        label(client, pid, "a", "b", annotator=who)
+    label(client, pid, "a", "b", "negative", annotator="cy")
+    runtime = client.app.state.runtime  # type: ignore[attr-defined]
+    with runtime.open(ProjectWork, pid) as work:
+        every = plan_change(work, TeamChange())
+        without = plan_change(work, TeamChange(exclude=frozenset({"ann", "bob"})))
+    assert {row.annotator for row in every.rows} == {"ann", "bob", "cy"}
+    assert {row.annotator for row in without.rows} == {"cy"}
+    a, b = (work.state.id_of[name] for name in ("a", "b"))
+    assert every.result.labels[(a, b)] is True
+    assert without.result.labels[(a, b)] is False
