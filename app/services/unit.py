@@ -26,6 +26,7 @@ exception: a private one, raised and caught in this module.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ from app.services.state import ProjectState, StateRegistry, TeamCache, catch_up
 from app.services.training import ModelKey, TrainedModel, Trainer
 from app.settings import Settings
 from models import Project
+
+logger = logging.getLogger("sporal")
 
 __all__ = [
     "Limits",
@@ -189,6 +192,8 @@ class ProjectWork(ProjectView):
                 result = self._store(locked, store, plan)
         if current:
             return self._committed(result)
+        logger.info("project %d: a write was overtaken (another process wrote, or a pair was "
+                    "leased meanwhile); planning it again under the lock", state.project_id)
         if state.mutations != before:  # 3. overtaken: the plan had moved the cache, rebuild
             state.invalidate()
         with write_transaction(self.session, state.project_id) as locked:
