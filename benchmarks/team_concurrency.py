@@ -129,13 +129,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="sporal-team-concurrency-"))
     out.mkdir(parents=True, exist_ok=True)
-    options = dict(servers=args.servers, annotators=args.annotators, per=args.answers,
-                   concepts=args.concepts, noise=args.noise, seed=args.seed)
+    def measure(url: str) -> dict[str, float]:
+        return run(url, out, servers=args.servers, annotators=args.annotators,
+                   per=args.answers, concepts=args.concepts, noise=args.noise, seed=args.seed)
+
     if args.postgres_url:
         with postgres_database(args.postgres_url, "sporal_team_") as url:
-            figures = run(url, out, **options)
+            figures = measure(url)
     else:
-        figures = run(f"sqlite:///{out / 'team.db'}", out, **options)
+        figures = measure(f"sqlite:///{out / 'team.db'}")
     print(f"{args.annotators} annotators at once, {args.servers} server(s), "
           f"{'PostgreSQL' if args.postgres_url else 'SQLite'}: "
           f"{figures['answers']:.0f} answers in {figures['seconds']:.1f} s "
