@@ -153,7 +153,7 @@ class InvalidCursor(ServiceError):
 
 class UnknownStrategy(ServiceError):
     slug, status, title = "unknown-strategy", 422, "Unknown strategy"
-    description = "The strategy is not one of the nine known names."
+    description = "The strategy is not one of the thirteen known names (or `default`)."
 
 
 class IdempotencyKeyReused(ServiceError):

@@ -4,7 +4,7 @@ A label on the pair ``(a, b)`` is *positive* when ``a`` precedes ``b`` (``a ≺ 
 otherwise. Because ``≺`` is a strict partial order, every label decides other pairs through the
 four completeness rules of Liang et al. (2018), Definition 2. :class:`Closure` keeps the complete
 set ``H`` of decided pairs and adds one label at a time with the closed form of
-``shared/design/closure.md``:
+``docs/design/closure.md``:
 
 * negative ``(a, b)`` decides ``D*(a) × A*(b)`` negative;
 * positive ``(a, b)`` decides ``A*(a) × D*(b)`` positive and

@@ -3,7 +3,7 @@
 For an undecided candidate ``(a, b)`` every set that a label adds is a product of two index sets
 (:mod:`reasoning.closure`), so the weighted count of the pool pairs it newly decides is a
 bilinear form ``Σ_{u ∈ rows(a)} Σ_{v ∈ cols(b)} W[u, v]``. With ``R = I + P`` and
-``NI = I + N`` (``shared/design/closure.md``):
+``NI = I + N`` (``docs/design/closure.md``):
 
 * negative answer: ``u ∈ D*(a)``, ``v ∈ A*(b)`` over ``Wn``, i.e. ``(R·Wn·R)[a, b]``;
 * positive answer: ``u ∈ A*(a)``, ``v ∈ D*(b)`` over ``Wp``, plus over ``Wn`` the negatives

@@ -19,7 +19,7 @@ QBC      ``QBC``      ``QBC-R``              ``QBC-R+``
 * ``QBC`` (query by committee): the number of members that disagree with the majority.
 * ``-R+`` (Eq. 4–6): ``min(F(a, b, +), F(a, b, −))``, the weight that either answer is sure to
   decide among the undecided pool pairs (:func:`reasoning.gains.candidate_gains`), with the
-  weights of ``shared/design/closure.md``: CNT 1/1, LC-R+ ``1 - p``/``p``, QBC-R+ the number of
+  weights of ``docs/design/closure.md``: CNT 1/1, LC-R+ ``1 - p``/``p``, QBC-R+ the number of
   members voting negative/positive.
 
 Beyond the paper (:data:`NEW_STRATEGIES`):

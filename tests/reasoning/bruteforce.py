@@ -1,7 +1,7 @@
 """A brute-force oracle: the fixpoint of the four completeness rules of Definition 2.
 
 Deliberately naive (loops over pairs of decided pairs until nothing changes), so that it shares
-no idea with the closed form of ``shared/design/closure.md`` that the core and the baselines use.
+no idea with the closed form of ``docs/design/closure.md`` that the core and the baselines use.
 Meant for orders of a handful of concepts only.
 """
 
