@@ -13,7 +13,7 @@ from typing import IO, Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.routes import importing
+from app.services.importing import spooling as importing
 from sporal_labelstudio.sporal_client import SporalClient, SporalError
 from tests.api.conftest import assert_problem
 from tests.api.test_jobs import ASYNC, wait_job

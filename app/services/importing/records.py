@@ -1,0 +1,181 @@
+"""The records of an import file: one model per kind, a record, a source, the summary.
+
+A *source* is a callable that returns a fresh iterator of ``(line, record or reason)`` each
+time it is called (:mod:`app.services.importing.readers` makes them); the import reads it
+twice, once to validate, once to write.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
+
+from app.schemas import (
+    AnswerOutcome,
+    ConceptIn,
+    Description,
+    LabelIn,
+    LinkIn,
+    Name,
+    PairIn,
+    PolicyName,
+    PredictionModelName,
+    Question,
+    TextValue,
+)
+from app.schemas import Source as AnswerSource
+
+__all__ = [
+    "AnswerRecord",
+    "ImportSummary",
+    "Item",
+    "Kind",
+    "LabelRecord",
+    "PairRef",
+    "Parsed",
+    "ProjectSettings",
+    "Record",
+    "Source",
+    "TextRecord",
+    "item_of",
+    "record_json",
+]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ProjectSettings(_Record):
+    """The ``project`` record: settings applied to the target project (not its name)."""
+
+    name: Name | None = None
+    description: Description | None = None
+    prediction_model: PredictionModelName | None = None
+    feature_length: int | None = Field(default=None, ge=1)
+    features: Literal["client", "computed"] | None = None
+    policy: PolicyName | None = Field(
+        default=None, description="Set once every record is written (the labels are "
+        "replayed under the project's policy as it was).")
+    question: Question | None = None
+
+
+class PairRef(_Record):
+    """The ``retract`` record: the live label on ``(a, b)`` is retracted."""
+
+    a: Name
+    b: Name
+
+
+class LabelRecord(LabelIn):
+    """The ``label`` record: a label, and the write it was asserted in (``batch``)."""
+
+    batch: int | None = Field(
+        default=None, ge=0, le=2**53,
+        description="Labels of one batch are imported together, as one bulk import; a run "
+        "of labels without it is one batch. The project export numbers its writes.")
+
+
+Timestamp = Annotated[datetime, Strict(False)]
+
+
+class AnswerRecord(_Record):
+    """The ``answer`` record: one answer as kept (a project export writes them last).
+
+    ``label_seq`` names the label it stood behind: the ``label_seq``-th ``label`` record of
+    the file on the same pair (from 1), or none (a refused or contested answer).
+    """
+
+    a: Name
+    b: Name
+    label: Literal["positive", "negative"]
+    annotator: Name | None = None
+    role: Literal["annotator", "reviewer"] = "annotator"
+    source: AnswerSource = "import"
+    outcome: AnswerOutcome
+    check: bool = False
+    created_at: Timestamp
+    retracted_at: Timestamp | None = None
+    label_seq: int | None = Field(default=None, ge=1, le=2**31 - 1)
+
+    @property
+    def positive(self) -> bool:
+        return self.label == "positive"
+
+
+class TextRecord(_Record):
+    """The ``text`` record: a concept's text (``""`` removes it)."""
+
+    name: Name
+    text: TextValue
+
+
+Kind = Literal["project", "concept", "pair", "label", "retract", "text", "link", "answer"]
+Item = (ProjectSettings | ConceptIn | PairIn | LabelIn | PairRef | TextRecord | LinkIn
+        | AnswerRecord)
+_MODELS: dict[str, type[BaseModel]] = {
+    "project": ProjectSettings, "concept": ConceptIn, "pair": PairIn, "label": LabelRecord,
+    "retract": PairRef, "text": TextRecord, "link": LinkIn, "answer": AnswerRecord,
+}
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record of a file: its first line number, its kind and its validated fields."""
+
+    line: int
+    kind: Kind
+    item: Item
+
+
+Parsed = Iterator[tuple[int, Record | str]]
+"""``(line, record)`` for a good record, ``(line, reason)`` for a bad one."""
+Source = Callable[[], Parsed]
+
+
+class ImportSummary(BaseModel):
+    """What an import wrote, per kind: new items and items that were already there."""
+
+    concepts_created: int = 0
+    concepts_known: int = 0
+    pairs_created: int = 0
+    pairs_unchanged: int = 0
+    labels_created: int = 0
+    labels_unchanged: int = 0
+    labels_retracted: int = 0
+    texts_set: int = 0
+    links_created: int = 0
+    answers_created: int = 0
+    records: int = 0
+
+
+def _reason(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"])
+        parts.append(f"{where}: {item['msg']}" if where else item["msg"])
+    return "; ".join(parts)
+
+
+def item_of(kind: str, fields: dict[str, Any]) -> Item | str:
+    """The validated item of a record of ``kind``, or why ``fields`` are not one."""
+    model = _MODELS.get(kind)
+    if model is None:
+        return f"unknown kind {kind!r} (want one of {', '.join(_MODELS)})"
+    try:
+        item: Item = model.model_validate(fields)  # type: ignore[assignment]
+    except ValidationError as exc:
+        return _reason(exc)
+    return item
+
+
+def record_json(record: Record) -> str:
+    """One JSON Lines line (without its newline) for ``record``."""
+    fields = record.item.model_dump(mode="json", exclude_none=True)
+    return json.dumps({"kind": record.kind, **fields}, ensure_ascii=False,
+                      separators=(",", ":"))

@@ -1,0 +1,334 @@
+"""Writing a validated import file: through the same services as the JSON routes, in batches.
+
+The records are written in file order, in batches of :data:`BATCH` records of one kind, each
+through its service (:data:`_WRITERS`: concepts, pairs, bulk labels, retractions), so that no
+request-size limit applies; a run of labels is one batch, however long, so that it is one bulk
+import (closed at once, :data:`~app.services.labels.shared.CANONICAL_MIN`). A file whose
+labels come last may have them staged instead (:mod:`app.services.staging`).
+
+A ``policy`` (and ``question``) of the file's ``project`` record is set once every record is
+written: the labels are replayed under the project's policy as it was (``strict`` for a new
+project), so that a project export's labels come back as they were, whatever its policy. A
+file with ``answer`` records (a project export) brings its answers back as they were: they
+replace the answers its labels would have given (one per label, source ``import``), each
+linked to the label it stood behind.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from dataclasses import field as default
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select
+
+from app.schemas import BulkLabels, ConceptIn, LabelIn
+from app.services.concepts import add_concepts
+from app.services.corpus import FEATURE_LENGTH, change_corpus, set_texts
+from app.services.importing.records import (
+    AnswerRecord,
+    ImportSummary,
+    Kind,
+    LabelRecord,
+    ProjectSettings,
+    Record,
+    Source,
+)
+from app.services.importing.validation import validated
+from app.services.labels import Refused, post_bulk, retract_label
+from app.services.labels.policy import POLICIES, LabelPolicy
+from app.services.pairs import add_pairs
+from app.services.staging import LabelStage, StagedLine, StagePolicy
+from app.services.unit import ProjectWork
+from models import Answer, AssertedLabel, Project
+
+__all__ = ["BATCH", "Progress", "import_source"]
+
+BATCH = 10_000
+"""Most records written by one service call (one short write transaction)."""
+
+Progress = Callable[[int, int], None]
+"""Called after each batch written with ``(records in the batch, records in the file)``."""
+
+
+@dataclass
+class _Later:
+    """What is written once every other record is: the ``policy`` and ``question`` of the
+    ``project`` record, and the file's answers (which replace those its labels gave)."""
+
+    marks: tuple[int, int]  # the project's newest answer id and label id before the file
+    settings: dict[str, Any] = default(default_factory=dict)
+    answers: list[AnswerRecord] = default(default_factory=list)
+
+    @classmethod
+    def at(cls, work: ProjectWork) -> _Later:
+        pid = work.state.project_id
+        answer = work.session.scalar(select(func.max(Answer.id)).where(Answer.project_id == pid))
+        label = work.session.scalar(select(func.max(AssertedLabel.id))
+                                    .where(AssertedLabel.project_id == pid))
+        return cls((int(answer or 0), int(label or 0)))
+
+
+def _answer_rows(work: ProjectWork, later: _Later) -> list[dict[str, Any]]:
+    """The file's answers as rows, each linked to the label it stood behind: the
+    ``label_seq``-th label the file made on its pair (or the live label agreeing with it)."""
+    state = work.state
+    made: dict[tuple[int, int], list[int]] = {}
+    for made_id, a, b in work.session.execute(
+            select(AssertedLabel.id, AssertedLabel.a_id, AssertedLabel.b_id)
+            .where(AssertedLabel.project_id == state.project_id,
+                   AssertedLabel.id > later.marks[1]).order_by(AssertedLabel.id)):
+        made.setdefault((a, b), []).append(made_id)
+    rows = []
+    for item in later.answers:
+        pair = (state.id_of[item.a], state.id_of[item.b])
+        label_id: int | None = None
+        seq, live = item.label_seq, state.labels.get(pair)
+        if seq is not None and seq <= len(made.get(pair, ())):
+            label_id = made[pair][seq - 1]
+        elif seq is not None and live is not None and live.positive == item.positive:
+            label_id = live.id  # the file's label was there already
+        rows.append({"project_id": state.project_id, "a_id": pair[0], "b_id": pair[1],
+                     "positive": item.positive, "annotator": item.annotator,
+                     "role": item.role, "source": item.source, "outcome": item.outcome,
+                     "check_question": item.check, "label_id": label_id,
+                     "created_at": item.created_at, "retracted_at": item.retracted_at})
+    return rows
+
+
+# ------------------------------------------------- the file's policy (read in these two only)
+def _stored_as_set(name: str, value: Any) -> bool:
+    """Whether a setting of the ``project`` record is stored as it is: a policy that draws
+    the labels from the answers is not (its :meth:`~LabelPolicy.adopt` sets it, with the
+    labels the answers give)."""
+    return name != "policy" or POLICIES[value].refuses
+
+
+def _adopted(work: ProjectWork, later: _Later) -> LabelPolicy | None:
+    """The policy whose labels follow the answers once the file is written, as a change of
+    policy makes them: the file switches to a policy that draws labels from the answers, or
+    brings answers to a project under one; else None."""
+    final = POLICIES[later.settings.get("policy", work.project.policy)]
+    moved = "policy" in later.settings or bool(later.answers)
+    return final if moved and not final.refuses else None
+
+
+def _finish(work: ProjectWork, later: _Later, summary: ImportSummary) -> None:
+    """Write what waited for every other record (:class:`_Later`)."""
+    if not (later.answers or later.settings):
+        return
+
+    def store(work: ProjectWork, project: Project, plan: None) -> None:
+        if later.answers:
+            work.session.execute(delete(Answer).where(Answer.project_id == project.id,
+                                                      Answer.id > later.marks[0]))
+            work.session.execute(insert(Answer), _answer_rows(work, later))
+            summary.answers_created += len(later.answers)
+        for name, value in later.settings.items():
+            if _stored_as_set(name, value):
+                setattr(project, name, value)
+        project.version += 1
+
+    work.write(lambda work: None, store)
+    adopted = _adopted(work, later)
+    if adopted is not None:
+        adopted.adopt(work)  # the labels follow the answers, as a change of policy does
+
+
+def _apply_settings(work: ProjectWork, item: ProjectSettings) -> None:
+    changes: dict[str, Any] = item.model_dump(include={"description", "prediction_model"},
+                                              exclude_none=True)
+    if item.features == "computed" and not work.project.features_computed:
+        changes.update(features_computed=True, feature_length=FEATURE_LENGTH)
+    if not changes:
+        return
+
+    def store(work: ProjectWork, project: Project, plan: None) -> None:
+        for field, value in changes.items():
+            setattr(project, field, value)
+        project.version += 1  # other processes drop their trained models
+        work.state.feature_length = project.feature_length
+
+    work.write(lambda work: None, store)
+
+
+# ---------------------------------------------------------------------------- writers by kind
+def _write_settings(work: ProjectWork, items: list[Any], summary: ImportSummary,
+                    later: _Later) -> None:
+    for item in items:
+        _apply_settings(work, item)
+        later.settings.update(item.model_dump(include={"policy", "question"},
+                                              exclude_none=True))
+
+
+def _keep_answers(work: ProjectWork, items: list[Any], summary: ImportSummary,
+                  later: _Later) -> None:
+    later.answers += items
+
+
+def _write_concepts(work: ProjectWork, items: list[Any], summary: ImportSummary,
+                    later: _Later) -> None:
+    created, stored = add_concepts(work, items)
+    summary.concepts_created += created
+    summary.concepts_known += len(stored) - created
+
+
+def _write_pairs(work: ProjectWork, items: list[Any], summary: ImportSummary,
+                 later: _Later) -> None:
+    pairs = add_pairs(work, items)
+    summary.pairs_created += pairs.created
+    summary.pairs_unchanged += pairs.unchanged
+
+
+def _write_texts(work: ProjectWork, items: list[Any], summary: ImportSummary,
+                 later: _Later) -> None:
+    summary.texts_set += set_texts(work, {item.name: item.text for item in items})
+
+
+def _write_links(work: ProjectWork, items: list[Any], summary: ImportSummary,
+                 later: _Later) -> None:
+    plan, _ = change_corpus(work, add_links=[(item.source, item.target) for item in items])
+    summary.links_created += len(plan.links_added)
+
+
+def _write_labels(work: ProjectWork, items: list[Any], summary: ImportSummary,
+                  later: _Later) -> None:
+    # a run has no length limit: no request made it (validated record by record)
+    written = post_bulk(work, BulkLabels.model_construct(labels=items), source="import")
+    if isinstance(written, Refused):  # validated, unless labels changed since
+        raise written.error
+    summary.labels_created += written.answer.created
+    summary.labels_unchanged += written.answer.unchanged
+
+
+def _write_retractions(work: ProjectWork, items: list[Any], summary: ImportSummary,
+                       later: _Later) -> None:
+    state = work.state
+    for item in items:
+        live = state.labels[(state.id_of[item.a], state.id_of[item.b])]
+        retract_label(work, live.id)
+        summary.labels_retracted += 1
+
+
+_WRITERS: dict[Kind, Callable[[ProjectWork, list[Any], ImportSummary, _Later], None]] = {
+    "project": _write_settings, "concept": _write_concepts, "pair": _write_pairs,
+    "label": _write_labels, "retract": _write_retractions, "text": _write_texts,
+    "link": _write_links, "answer": _keep_answers,
+}
+"""How a batch of each kind is written (``project`` and ``answer`` partly at the end)."""
+
+
+def _batch(item: Any) -> int | None:
+    return item.batch if isinstance(item, LabelRecord) else None
+
+
+def _write(work: ProjectWork, records: Iterable[Record], total: int,
+           progress: Progress | None, summary: ImportSummary | None = None) -> ImportSummary:
+    """Write ``records`` in file order, through the services, batch by batch."""
+    summary = summary or ImportSummary()
+    later = _Later.at(work)
+    kind: Kind | None = None
+    batch: list[Any] = []
+    for record in records:
+        summary.records += 1
+        if batch and (record.kind != kind or (len(batch) >= BATCH and kind != "label")
+                      or (kind == "label" and _batch(record.item) != _batch(batch[0]))):
+            assert kind is not None
+            _WRITERS[kind](work, batch, summary, later)
+            if progress is not None:
+                progress(len(batch), total)
+            batch = []
+        kind = record.kind
+        batch.append(record.item)
+    if batch and kind is not None:
+        _WRITERS[kind](work, batch, summary, later)
+        if progress is not None:
+            progress(len(batch), total)
+    _finish(work, later, summary)
+    return summary
+
+
+def _records(source: Source) -> Iterator[Record]:
+    """The records of a validated source."""
+    for _, parsed in source():
+        assert isinstance(parsed, Record)  # validated
+        yield parsed
+
+
+def _stage_labels(stage: LabelStage, source: Source, summary: ImportSummary, total: int,
+                  progress: Progress | None) -> None:
+    """Stage every run of labels of ``source`` (its other records come first)."""
+    run: dict[tuple[str, str], StagedLine] = {}  # a repeated label is unchanged: kept once
+    lines = 0
+    batch: int | None = None
+
+    def staged(done: int) -> None:
+        if progress is not None:
+            progress(done, total)
+
+    def flush() -> None:
+        nonlocal lines
+        created = stage.stage_run(list(run.values()), staged)
+        summary.labels_created += created
+        summary.labels_unchanged += lines - created
+        summary.records += lines
+        run.clear()
+        lines = 0
+
+    for record in _records(source):
+        item = record.item
+        if isinstance(item, ConceptIn):
+            stage.add_concept(item.name)
+        elif isinstance(item, LabelIn):
+            if lines and _batch(item) != batch:
+                flush()
+            batch = _batch(item)
+            lines += 1
+            if (item.a, item.b) not in run:
+                run[(item.a, item.b)] = stage.label(item.a, item.b, item.positive,
+                                                    item.annotator)
+    if lines:
+        flush()
+
+
+def _import_staged(work: ProjectWork, source: Source, total: int, progress: Progress | None,
+                   policy: StagePolicy) -> ImportSummary:
+    """The labels staged in short writes, then switched in with the rest of the file."""
+    summary = ImportSummary()
+
+    def write_others(work: ProjectWork) -> None:  # in the switch's write transaction
+        others = itertools.takewhile(lambda r: r.kind != "label", _records(source))
+        _write(work, others, total, progress, summary)
+
+    stage = LabelStage.open(work, policy)
+    try:
+        _stage_labels(stage, source, summary, total, progress)
+        stage.switch(write_others)
+    finally:
+        stage.close(policy.timeout)
+    return summary
+
+
+def import_source(work: ProjectWork, source: Source, *, progress: Progress | None = None,
+                  policy: StagePolicy | None = None) -> ImportSummary:
+    """Validate every record of ``source``, then write them all in file order, atomically.
+
+    Raises :class:`InvalidItems` (every bad line) before anything is written. A file whose
+    labels come last (no retraction) and number at least ``policy.min_labels`` has them
+    staged in short transactions and switched in with its other records in one
+    (:mod:`app.services.staging`); any other file is written in one transaction. Either
+    way a failure part-way (a crash, a concurrent change) stores nothing.
+    """
+    checker = validated(work, source)
+    policy = policy or StagePolicy()
+    records = checker.records
+    staged = (checker.labels >= policy.min_labels and checker.labels_last
+              and not (checker.retracts or checker.answers)
+              and not checker.consensus)  # consensus: every label an answer
+    del checker  # its copy of the closure: the writes make their own
+    if staged:
+        return _import_staged(work, source, records, progress, policy)
+    with work.atomically():  # all of the file or none of it
+        return _write(work, _records(source), records, progress)
