@@ -206,6 +206,12 @@ class ProjectWork(ProjectView):
             result = self._store(locked, store, plan)
         return self._committed(result)
 
+    def end_read(self) -> None:
+        """End what the session read before a write (nothing inside :meth:`atomically`,
+        whose one transaction holds the reads and the writes)."""
+        if self._atomic is None:
+            self.session.rollback()
+
     def stage_team(self, team: TeamCache) -> None:
         """Make ``team`` the state's team cache once the write in progress has committed
         (inside :meth:`atomically`, once the whole block has); never if it rolls back."""

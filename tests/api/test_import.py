@@ -122,6 +122,20 @@ def test_retractions_replay_the_history(client: TestClient) -> None:
     assert len(history) == 3
 
 
+def test_a_label_then_its_retraction_imports_into_a_consensus_project(
+        client: TestClient) -> None:
+    pid = new_project(client, concepts=["x", "y", "z"], policy="consensus")
+    body = lines(
+        {"kind": "label", "a": "x", "b": "y", "label": "positive"},
+        {"kind": "retract", "a": "x", "b": "y"},
+        {"kind": "label", "a": "y", "b": "z", "label": "positive"},
+    )
+    response = client.post(f"/projects/{pid}/import", content=body, headers=JSONL)
+    assert response.status_code == 200, response.text
+    assert ("y", "z", "positive", "asserted") in decided(client, pid)
+    assert not any(item[:2] == ("x", "y") for item in decided(client, pid))
+
+
 def test_import_is_exempt_from_the_body_limit_but_has_its_own(
         make_client: Callable[..., TestClient]) -> None:
     client = make_client(max_body_bytes=1_000, max_import_bytes=50_000)

@@ -212,7 +212,8 @@ class Validator:
         if (a, b) not in self.live:
             return "no live label on this pair to retract"
         self.live.discard((a, b))
-        self.closure = self.closure.retract(a, b)
+        if (a, b) in self.closure.asserted:  # under consensus a file's labels are only live
+            self.closure = self.closure.retract(a, b)
         return None
 
     def run(self, source: Source) -> None:

@@ -212,7 +212,7 @@ def _retract_label(work: ProjectWork, label_id: int) -> LabelRetracted:
     positive = state.labels[pair].positive
     behind = frozenset(r.id for r in pair_answers(work.session, state.project_id, *pair)
                        if r.positive == positive)
-    work.session.rollback()
+    work.end_read()
     applied = run_change(work, TeamChange(retract=behind, pair=pair))
     name = state.name_of
     return LabelRetracted(id=label_id, a=name[pair[0]], b=name[pair[1]],
@@ -225,7 +225,7 @@ def _retract_answer(work: ProjectWork, answer_id: int) -> AnswerRetracted:
     answer = live_answer(work, answer_id)
     name = work.state.name_of
     a, b, positive = name[answer.a_id], name[answer.b_id], answer.positive
-    work.session.rollback()
+    work.end_read()
     applied = run_change(work, TeamChange(retract=frozenset([answer_id])))
     return AnswerRetracted(id=answer_id, a=a, b=b, label=label_value(positive),
                            retracted_at=applied.stored_at,
@@ -240,7 +240,7 @@ def resolve_disagreement(work: ProjectWork, disagreement_id: int, body: Resoluti
     if found is None or found.project_id != work.state.project_id:
         raise DisagreementNotFound(disagreement_id)
     pair = (found.a_id, found.b_id)
-    work.session.rollback()
+    work.end_read()
     reviewer = NewAnswer(*pair, body.label == "positive", body.annotator, "review",
                          role="reviewer")
     run_change(work, TeamChange(add=(reviewer,), resolves=disagreement_id, pair=pair))

@@ -415,12 +415,12 @@ def _retract_answer(work: ProjectWork, answer_id: int) -> AnswerRetracted:
               and label_id in work.state.pair_of_label)
     if stands and not _others_behind(work, answer):
         assert label_id is not None
-        work.session.rollback()
+        work.end_read()
         retracted = _retract_label(work, label_id)
         return AnswerRetracted(id=answer_id, a=a, b=b, label=label_value(positive),
                                retracted_at=retracted.retracted_at,
                                undecided=retracted.undecided)
-    work.session.rollback()
+    work.end_read()
     now = utcnow()
 
     def store(work: ProjectWork, project: Project, plan: None) -> None:
