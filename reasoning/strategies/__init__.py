@@ -66,8 +66,8 @@ Adding a strategy
    :func:`score_candidates` from an argument its callers pass; the strategies that do not
    read it are unchanged.
 
-The route's documentation lists the names (``app/routes/queries.py``); the simulation and the
-report pick the new strategy up from the registry.
+The ``next`` route's documentation of ``strategy`` (``app/routes/queries.py``), the simulation
+and the report pick the new strategy up from the registry.
 """
 
 from reasoning.strategies.catalogue import (
