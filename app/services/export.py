@@ -30,6 +30,7 @@ __all__ = [
     "FORMATS",
     "FORMAT_NAMES",
     "ExportFormat",
+    "Writer",
     "export",
     "get_format",
     "neutralise_cell",
