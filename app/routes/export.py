@@ -4,7 +4,7 @@ as JSON Lines in the import format (``format=project``)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
@@ -12,7 +12,7 @@ from fastapi.responses import StreamingResponse
 from app.routes.common import ReadProject, StrictJSONRoute, get_runtime, problem_responses
 from app.schemas import ProjectRead
 from app.security import ProjectKeyDep
-from app.services.export import MEDIA_TYPES, export
+from app.services.export import FORMAT_NAMES, FORMATS, export, get_format
 
 __all__ = ["router"]
 
@@ -21,31 +21,33 @@ router = APIRouter(prefix="/projects/{project_id}", tags=["export"],
                    responses=problem_responses(401, 403, 404, 422, 503),
                    route_class=StrictJSONRoute)
 
+if TYPE_CHECKING:
+    FormatName = str
+else:  # the registry's names, in its order: the schema's enum
+    FormatName = Literal[FORMAT_NAMES]
+
 
 @router.get("/export", response_class=Response, responses={
     200: {"description": "Every decided pair with its source; GraphML: the positive relation "
           "with asserted edges marked; project: the whole project as JSON Lines "
           "(docs/formats.md), which POST .../import reads back.",
-          "content": {MEDIA_TYPES["csv"]: {"schema": {"type": "string"}},
-                      MEDIA_TYPES["json"]: {"schema": {"type": "object"}},
-                      MEDIA_TYPES["graphml"]: {"schema": {"type": "string"}},
-                      MEDIA_TYPES["project"]: {"schema": {"type": "string"}}}}})
+          "content": {f.media_type: {"schema": {"type": f.schema}} for f in FORMATS}}})
 def export_project(view: ReadProject, request: Request,
-                   format: Literal["csv", "json", "graphml", "project"] = "csv") -> Response:
+                   format: FormatName = FORMAT_NAMES[0]) -> Response:
     """Download every decided pair of the project, or (`project`) the whole project.
 
     Streamed as it is read (one read transaction: a consistent snapshot), so the first bytes
     come at once and memory stays flat whatever the size of the closure.
     """
+    chosen = get_format(format)
     project = ProjectRead.model_validate(view.project).model_dump(mode="json")
     project_id = view.project.id
     sessions = get_runtime(request).database.sessions
 
     def stream() -> Iterator[bytes]:
         with sessions() as reading:
-            yield from export(reading, project, format)
+            yield from export(reading, project, chosen)
 
-    suffix = "jsonl" if format == "project" else format
-    filename = f"project-{project_id}.{suffix}"
-    return StreamingResponse(stream(), media_type=MEDIA_TYPES[format],
+    filename = f"project-{project_id}.{chosen.suffix}"
+    return StreamingResponse(stream(), media_type=chosen.media_type,
                              headers={"Content-Disposition": f'attachment; filename="{filename}"'})

@@ -20,8 +20,9 @@ from app.routes.common import (
 from app.schemas import Name, NextQueries, PredictionPage, SuggestionPage
 from app.security import ProjectKeyDep
 from app.services import queries as service
+from reasoning.strategies import ALL_STRATEGIES, STRATEGIES
 
-__all__ = ["router"]
+__all__ = ["router", "strategy_description"]
 
 router = APIRouter(prefix="/projects/{project_id}", tags=["questions"],
                    dependencies=[ProjectKeyDep],
@@ -33,15 +34,20 @@ MAX_BATCH = 100
 CONSISTENT_DEFAULT = True  # measured: the consistent map ranks the test pairs better (README)
 
 
+def strategy_description() -> str:
+    """What the ``strategy`` parameter of ``next`` says: the registry's names and aliases."""
+    aliases = "), ".join(f"{alias} ({s.name}" for s in STRATEGIES for alias in s.aliases)
+    return (f"{', '.join(ALL_STRATEGIES)}, or {aliases}; the answer names the resolved "
+            "strategy). Any case; `plus` may stand for `+`, which a query string otherwise "
+            "reads as a space.")
+
+
 @router.get("/next", response_model=NextQueries)
 def next_queries(
     work: WriteProject,
     settings: SettingsDep,
-    strategy: Annotated[str, Query(max_length=32, description=(
-        "Random, LC, QBC, Random-R, LC-R, QBC-R, CNT, LC-R+, QBC-R+, EDP, EDP-Q, EDP-C, "
-        "EDP-F, or default (EDP-F; "
-        "the answer names the resolved strategy). Any case; `plus` may stand for `+`, which "
-        "a query string otherwise reads as a space."))] = "default",
+    strategy: Annotated[str, Query(max_length=32,
+                                   description=strategy_description())] = "default",
     k: Annotated[int, Query(ge=1, le=MAX_BATCH, description="How many questions.")] = 1,
     annotator: Annotated[Name | None, Query(description=(
         "Reserve the returned pairs for this annotator for a lease; other annotators are "

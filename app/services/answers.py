@@ -7,41 +7,18 @@ arrive while a client pages appear on its last page, never shifting the others.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
-from app.errors import InvalidCursor, UnknownConcepts
+from app.errors import UnknownConcepts
 from app.schemas import AnswerItem, AnswerPage, label_value
+from app.services.cursors import ANSWERS
 from app.services.state import ProjectState
 from models import Answer, Concept
 
-__all__ = ["decode_cursor", "encode_cursor", "list_answers"]
-
-
-def encode_cursor(answer_id: int) -> str:
-    """The cursor of the page after the answer ``answer_id``."""
-    raw = json.dumps({"after": answer_id}, separators=(",", ":")).encode("ascii")
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-
-
-def decode_cursor(cursor: str) -> int:
-    """The answer id a cursor given by :func:`encode_cursor` starts after.
-
-    Raises :class:`InvalidCursor` for anything else.
-    """
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        after = json.loads(raw.decode("ascii"))["after"]
-        if not isinstance(after, int) or isinstance(after, bool) or after < 0:
-            raise ValueError(cursor)
-    except (ValueError, binascii.Error, UnicodeDecodeError, TypeError, KeyError) as exc:
-        raise InvalidCursor(cursor) from exc
-    return after
+__all__ = ["list_answers"]
 
 
 def _concept_ids(state: ProjectState, *names: str | None) -> list[int | None]:
@@ -87,13 +64,13 @@ def list_answers(session: Session, state: ProjectState, *, annotator: str | None
     if b_id is not None:
         query = query.where(Answer.b_id == b_id)
     if cursor is not None:
-        query = query.where(Answer.id > decode_cursor(cursor))
+        query = query.where(Answer.id > ANSWERS.decode(cursor)[0])
     rows = session.execute(query.order_by(Answer.id).limit(limit + 1)).all()
     items: list[dict[str, Any]] = [
         {"id": row[0], "a": row[1], "b": row[2], "label": label_value(row[3]),
          "annotator": row[4], "role": row[5], "source": row[6], "created_at": row[7],
          "outcome": row[8], "retracted_at": row[9]} for row in rows[:limit]]
-    following = encode_cursor(items[-1]["id"]) if len(rows) > limit else None
+    following = ANSWERS.encode(items[-1]["id"]) if len(rows) > limit else None
     return AnswerPage(items=[AnswerItem.model_validate(i) for i in items],
                       next_cursor=following)
 

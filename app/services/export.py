@@ -1,30 +1,45 @@
 """Export every decided pair of a project: CSV, JSON, or GraphML of the positive relation;
-or the whole project (``project``) as JSON Lines in the import format (docs/formats.md)."""
+or the whole project (``project``) as JSON Lines in the import format (docs/formats.md).
+
+A format is a frozen :class:`ExportFormat` object in the registry :data:`FORMATS` (its name,
+media type, file suffix, the JSON schema type of its body in the OpenAPI document, and its
+writer), read by name with :func:`get_format`. The route's ``format`` values and documented
+media types come from the registry: a new format is one writer and one line there.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
+from app.errors import ValidationFailed
 from app.schemas import DEFAULT_QUESTION, label_value
 from app.services.labels.listing import Filters, iter_labels, snapshot
 from app.services.state import decode_features
 from models import Answer, AssertedLabel, Concept, ConceptLink, ConceptText, PoolPair
 
-__all__ = ["export", "neutralise_cell", "project_lines"]
+__all__ = [
+    "FORMATS",
+    "FORMAT_NAMES",
+    "ExportFormat",
+    "Writer",
+    "export",
+    "get_format",
+    "neutralise_cell",
+    "project_lines",
+]
 
 CSV_COLUMNS = ["a", "b", "label", "source", "id", "caused_by", "annotator"]
 # A spreadsheet runs a cell that starts with one of these as a formula (OWASP, CSV injection).
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json",
-               "graphml": "application/graphml+xml", "project": "application/jsonl"}
 
 
 def neutralise_cell(value: Any) -> Any:
@@ -202,16 +217,89 @@ def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
     yield from _answer_lines(session, pid, [(row[0], row[1], row[2]) for row in labels])
 
 
-def export(session: Session, project: dict[str, Any], fmt: str) -> Iterator[bytes]:
-    """The export as a stream of byte chunks (its media type: :data:`MEDIA_TYPES`).
+# ---------------------------------------------------------------------------- the registry
+Writer = Callable[[Session, dict[str, Any]], Iterator[str]]
+"""Writes the export of a project (its :class:`~app.schemas.ProjectRead` as JSON) as text
+parts, read in the given session."""
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    """A format of ``GET /projects/{pid}/export``.
+
+    Attributes
+    ----------
+    name : str
+        The value of the route's ``format``.
+    media_type : str
+        The response's ``Content-Type``.
+    suffix : str
+        The file name's ending in ``Content-Disposition``.
+    schema : str
+        The JSON schema type of the body in the OpenAPI document (``string`` or ``object``).
+    writer : Writer
+        The export as text parts.
+    """
+
+    name: str
+    media_type: str
+    suffix: str
+    schema: str
+    writer: Writer
+
+    def __repr__(self) -> str:
+        return f"ExportFormat({self.name!r})"
+
+
+def _write_csv(session: Session, project: dict[str, Any]) -> Iterator[str]:
+    return _csv(_decided(session, project["id"]))
+
+
+def _write_json(session: Session, project: dict[str, Any]) -> Iterator[str]:
+    return _json(project, _decided(session, project["id"]))
+
+
+def _write_graphml(session: Session, project: dict[str, Any]) -> Iterator[str]:
+    return _graphml(session, project["id"], _decided(session, project["id"]))
+
+
+FORMATS: tuple[ExportFormat, ...] = (
+    ExportFormat("csv", "text/csv; charset=utf-8", "csv", "string", _write_csv),
+    ExportFormat("json", "application/json", "json", "object", _write_json),
+    ExportFormat("graphml", "application/graphml+xml", "graphml", "string", _write_graphml),
+    ExportFormat("project", "application/jsonl", "jsonl", "string", project_lines),
+)
+"""Every export format, in the order the route documents them (the first is its default)."""
+
+FORMAT_NAMES: tuple[str, ...] = tuple(f.name for f in FORMATS)
+_BY_NAME = {f.name: f for f in FORMATS}
+assert len(_BY_NAME) == len(FORMATS), "two export formats of one name"
+
+
+def get_format(name: str | ExportFormat) -> ExportFormat:
+    """The format called ``name`` (a format as is); :class:`ValidationFailed` (422) for any
+    other name.
+
+    Examples
+    --------
+    >>> get_format("project").media_type
+    'application/jsonl'
+    """
+    if isinstance(name, ExportFormat):
+        return name
+    found = _BY_NAME.get(name)
+    if found is None:
+        valid = ", ".join(FORMAT_NAMES)
+        raise ValidationFailed(f"unknown export format {name!r}; valid: {valid}", errors=[
+            {"loc": ["format"], "msg": f"Input should be one of {valid}", "type": "enum"}])
+    return found
+
+
+def export(session: Session, project: dict[str, Any], fmt: str | ExportFormat
+           ) -> Iterator[bytes]:
+    """The export in ``fmt`` (:func:`get_format`) as a stream of byte chunks.
 
     Read in the session's one transaction: a consistent snapshot however long it streams.
+    Raises :class:`ValidationFailed` at once for an unknown format.
     """
-    if fmt == "project":
-        return _chunks(project_lines(session, project))
-    items = _decided(session, project["id"])
-    if fmt == "csv":
-        return _chunks(_csv(items))
-    if fmt == "json":
-        return _chunks(_json(project, items))
-    return _chunks(_graphml(session, project["id"], items))
+    return _chunks(get_format(fmt).writer(session, project))

@@ -23,9 +23,18 @@ from sklearn.ensemble import RandomForestClassifier
 
 from app.services.workers import exit_now, watch_parent
 from reasoning.classifiers import FOREST_TREES, make_probabilistic, positive_proba
-from reasoning.strategies import ModelOutputs, fit_model, model_inputs, model_outputs
+from reasoning.strategies import (
+    FAMILIES,
+    ModelFamily,
+    ModelOutputs,
+    fit_model,
+    model_inputs,
+    model_outputs,
+    proba_outputs,
+)
 
 __all__ = [
+    "PREDICTION_MODELS",
     "RANDOM_STATE",
     "ModelKey",
     "fit",
@@ -39,18 +48,49 @@ __all__ = [
 RANDOM_STATE = 0  # models are deterministic given the labels: answers repeat across processes
 
 
+def _fit_logistic_regression(X, y, random_state, estimator):
+    return make_probabilistic(random_state).fit(X, y)
+
+
+def _fit_random_forest(X, y, random_state, estimator):
+    forest = RandomForestClassifier(n_estimators=FOREST_TREES, random_state=random_state,
+                                    n_jobs=1)
+    return forest.fit(X, y)
+
+
+PREDICTION_MODELS: tuple[ModelFamily, ...] = (
+    ModelFamily("random_forest", "random_forest", _fit_random_forest, proba_outputs,
+                trains_in_worker=True),
+    ModelFamily("logistic_regression", "logistic_regression", _fit_logistic_regression,
+                proba_outputs, trains_in_worker=True),
+)
+"""The models a project may predict its map with (``prediction_model``), as model families:
+on the features alone, trained in the worker process."""
+
+_REGISTRIES: dict[str, dict[str, ModelFamily]] = {
+    "strategy": {family.name: family for family in FAMILIES},
+    "prediction": {family.name: family for family in PREDICTION_MODELS},
+}
+
+
 @dataclass(frozen=True)
 class ModelKey:
-    """Which model: a strategy's (``kind`` lc or qbc) or the prediction model (its ``kind``)."""
+    """Which model: a strategy's (``kind``: its family) or the prediction model (its ``kind``)."""
 
     purpose: str  # "strategy" or "prediction"
     kind: str
     closure_labels: bool
 
     @property
+    def family(self) -> ModelFamily:
+        """The model family of ``kind`` among the strategies' or the prediction models'."""
+        return _REGISTRIES[self.purpose][self.kind]
+
+    @property
     def trains_here(self) -> bool:
-        """Fast strategy models train in the trainer thread; forests in the worker process."""
-        return self.purpose == "strategy" and self.kind != "forest"
+        """Fast models train in the trainer thread; forests and prediction models in the
+        worker process."""
+        return not self.family.trains_in_worker
 
     @property
     def rank(self) -> int:
@@ -60,49 +100,31 @@ class ModelKey:
     @property
     def name(self) -> str:
         """The model's name in answers."""
-        if self.purpose == "prediction":
-            return self.kind
-        return _MODEL_NAMES[self.kind]
-
-
-_MODEL_NAMES = {  # a strategy model's family → its name in answers
-    "lc": "logistic_regression",
-    "qbc": "decision_tree_committee",
-    "forest": "extra_trees",
-}
+        name = self.family.model
+        assert name is not None, "a family without a model has no key"
+        return name
 
 
 def outputs(key: ModelKey, estimator: Any, X: np.ndarray) -> ModelOutputs:
-    if key.purpose == "prediction":
-        return ModelOutputs(proba=positive_proba(estimator, X) if len(X) else np.zeros(0))
-    if not len(X):
-        return ModelOutputs(proba=np.zeros(0)) if key.kind != "qbc" else \
-            ModelOutputs(votes=np.zeros((0, 0), dtype=np.int64))
-    result = model_outputs(key.kind, estimator, X)
+    """What the fitted ``estimator`` of ``key`` says about the rows ``X``."""
+    result = model_outputs(key.family, estimator, X)
     assert result is not None
     return result
 
 
 def fit(key: ModelKey, X: np.ndarray, y: np.ndarray) -> Any:
-    if key.purpose == "strategy":
-        return fit_model(key.kind, X, y, random_state=RANDOM_STATE)
-    if len(y) < 2 or len(np.unique(y)) < 2:
-        return None
-    if key.kind == "logistic_regression":
-        return make_probabilistic(RANDOM_STATE).fit(X, y.astype(np.int64))
-    forest = RandomForestClassifier(n_estimators=FOREST_TREES, random_state=RANDOM_STATE,
-                                    n_jobs=1)
-    return forest.fit(X, y.astype(np.int64))
+    """The model of ``key`` fitted on ``(X, y)``; None when it cannot be fitted."""
+    return fit_model(key.family, X, y, random_state=RANDOM_STATE)
 
 
 def inputs(key: ModelKey, X: np.ndarray, concepts: np.ndarray | None,
            values: np.ndarray) -> np.ndarray:
-    """What the model of ``key`` sees: ``X``, or for a forest strategy (the snapshot holds its
-    ``concepts``) also the reverse pair's features and the concepts' decided shares
+    """What the model of ``key`` sees: ``X``, or for a family that reads the pool (the
+    snapshot holds its ``concepts``) what the family builds from it
     (:func:`reasoning.strategies.model_inputs`)."""
     if concepts is None:
         return X
-    return model_inputs(key.kind, concepts, X, values)
+    return model_inputs(key.family, concepts, X, values)
 
 
 def fit_outputs(key: ModelKey, X: np.ndarray, concepts: np.ndarray | None,

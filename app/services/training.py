@@ -223,7 +223,7 @@ def _snapshot(state: ProjectState, key: ModelKey) -> _Snapshot:
         pool = state.pool
         trained_on, version, events = state.training_key(), state.version, state.label_events
     # the pool and the values are replaced, never changed: these stay the snapshot's
-    concepts = pool.concepts if key.purpose == "strategy" and key.kind == "forest" else None
+    concepts = pool.concepts if key.family.reads_pool else None
     return _Snapshot(pool.X, concepts, mask, values, trained_on, version, events)
 
 

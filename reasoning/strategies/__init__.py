@@ -48,9 +48,9 @@ decide (:func:`entangled`): such a question would be wasted once the other is an
 
 Names are read once, where they come in (the ``next`` route, the ``simulate`` command, the
 simulation's runners): :func:`get_strategy` gives the object, which is passed on from there.
-The models go by their family alone (:func:`fit_model`, :func:`model_inputs`,
-:func:`model_outputs`), so whoever trains them (the service's trainer, the simulation) needs no
-strategy to do so.
+The models go by their family alone (a :class:`ModelFamily` of the registry :data:`FAMILIES`,
+read by :func:`get_family`; :func:`fit_model`, :func:`model_inputs`, :func:`model_outputs`), so
+whoever trains them (the service's trainer, the simulation) needs no strategy to do so.
 
 Adding a strategy
 -----------------
@@ -66,8 +66,8 @@ Adding a strategy
    :func:`score_candidates` from an argument its callers pass; the strategies that do not
    read it are unchanged.
 
-The route's documentation lists the names (``app/routes/queries.py``); the simulation and the
-report pick the new strategy up from the registry.
+The ``next`` route's documentation of ``strategy`` (``app/routes/queries.py``), the simulation
+and the report pick the new strategy up from the registry.
 """
 
 from reasoning.strategies.catalogue import (
@@ -90,10 +90,13 @@ from reasoning.strategies.models import (
     FOREST_STRATEGY_TREES,
     MIN_TRAIN_ROWS,
     Family,
+    ModelFamily,
     ModelOutputs,
     fit_model,
+    get_family,
     model_inputs,
     model_outputs,
+    proba_outputs,
 )
 from reasoning.strategies.scores import (
     PATH_EXACT,
@@ -129,6 +132,7 @@ __all__ = [
     "STRATEGIES",
     "STRATEGY_NAMES",
     "Family",
+    "ModelFamily",
     "ModelOutputs",
     "ScoreFunction",
     "Scores",
@@ -139,6 +143,7 @@ __all__ = [
     "expected_decided",
     "family",
     "fit_model",
+    "get_family",
     "get_strategy",
     "least_confidence",
     "model_inputs",
@@ -146,6 +151,7 @@ __all__ = [
     "needs_model",
     "parse_strategy",
     "path_free",
+    "proba_outputs",
     "rank",
     "score_candidates",
     "scores_by_gain",

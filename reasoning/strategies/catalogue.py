@@ -20,7 +20,7 @@ import numpy as np
 
 from reasoning.closure import Closure
 from reasoning.gains import candidate_gains
-from reasoning.strategies.models import Family, ModelOutputs
+from reasoning.strategies.models import Family, ModelOutputs, get_family
 from reasoning.strategies.scores import (
     PATH_FLOOR,
     Scores,
@@ -107,7 +107,7 @@ class Strategy:
     @property
     def needs_model(self) -> bool:
         """False for the strategies that never look at a classifier (Random, Random-R, CNT)."""
-        return self.family != "random"
+        return get_family(self.family).needs_model
 
     def __repr__(self) -> str:
         return f"Strategy({self.name!r})"

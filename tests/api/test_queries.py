@@ -384,3 +384,19 @@ def test_edp_f_trains_its_extra_trees_elsewhere_and_scores_with_them(client: Tes
     assert model["trained_on"] == N * (N - 1) - body["undecided"]
     assert len(body["queries"]) == 2
     assert {(q["a"], q["b"]) for q in body["queries"]} <= _undecided(client, pid)
+
+
+def test_the_strategy_parameter_is_documented_from_the_registry() -> None:
+    from app.main import create_app
+    from app.routes.queries import strategy_description
+    from reasoning.strategies import STRATEGIES
+
+    document = create_app().openapi()
+    [parameter] = [p for p in document["paths"]["/projects/{project_id}/next"]["get"]
+                   ["parameters"] if p["name"] == "strategy"]
+    text = strategy_description()
+    assert parameter["description"] == parameter["schema"]["description"] == text
+    assert text.startswith(", ".join(ALL_STRATEGIES) + ", or ")
+    for strategy in STRATEGIES:
+        for alias in strategy.aliases:
+            assert f"{alias} ({strategy.name}" in text

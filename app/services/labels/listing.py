@@ -11,10 +11,7 @@ closure. A page ends with a keyset cursor (``next``) that the next page starts a
 
 from __future__ import annotations
 
-import base64
-import binascii
 import heapq
-import json
 import threading
 from bisect import bisect_left
 from collections.abc import Iterator
@@ -26,8 +23,8 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.errors import InvalidCursor
 from app.schemas import label_value
+from app.services.cursors import LABELS
 from app.services.labels.store import decode
 from models import AssertedLabel, ClosureEffect, Concept, Project
 from reasoning.closure import bit_positions as _bits
@@ -147,23 +144,6 @@ def snapshot(session: Session, project_id: int) -> Snapshot:
     return snap
 
 
-# ---------------------------------------------------------------------------- cursors
-def encode_cursor(key: int, a: str, b: str) -> str:
-    raw = json.dumps([key, a, b], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[int, str, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        key, a, b = json.loads(raw.decode("utf-8"))
-        if not (isinstance(key, int) and isinstance(a, str) and isinstance(b, str)):
-            raise ValueError(cursor)
-    except (ValueError, binascii.Error, UnicodeDecodeError, TypeError) as exc:
-        raise InvalidCursor(cursor) from exc
-    return key, a, b
-
-
 # ---------------------------------------------------------------------------- walking
 def _item(snap: Snapshot, a: int, b: int, positive: bool, source: str,
           lab: _Label | None, caused_by: int | None) -> dict[str, Any]:
@@ -271,13 +251,13 @@ def list_labels(session: Session, project_id: int, *, source: str, label: str | 
     snap = snapshot(session, project_id)
     filters = Filters(source, label, include_retracted, caused_by)
     total = sum(snap.count(lab, filters) for lab in snap.labels)
-    cursor = decode_cursor(after) if after is not None else None
+    cursor = LABELS.decode(after) if after is not None else None
     stream = iter_labels(session, snap, filters, offset=0 if cursor else offset, after=cursor)
     items: list[dict[str, Any]] = []
     for item in stream:
         if limit is not None and len(items) == limit:
             last = items[-1]
             key = last["id"] if last["source"] != "inferred" else last["caused_by"]
-            return items, total, encode_cursor(int(key), last["a"], last["b"])
+            return items, total, LABELS.encode(int(key), last["a"], last["b"])
         items.append(item)
     return items, total, None
