@@ -148,7 +148,7 @@ class InvalidCursor(ServiceError):
 
     def __init__(self, cursor: str) -> None:
         super().__init__(f"cursor {cursor[:80]!r} was not given by this service: page from "
-                         "the first page and follow `next`")
+                         "the first page and follow `next` (labels) or `next_cursor` (answers)")
 
 
 class UnknownStrategy(ServiceError):
