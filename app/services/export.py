@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, aliased
 from app.errors import ValidationFailed
 from app.schemas import DEFAULT_QUESTION, label_value
 from app.services.labels.listing import Filters, iter_labels, snapshot
+from app.services.labels.policy import DEFAULT_POLICY
 from app.services.state import decode_features
 from models import Answer, AssertedLabel, Concept, ConceptLink, ConceptText, PoolPair
 
@@ -173,13 +174,13 @@ def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
     """
     pid = project["id"]
     computed = bool(project.get("features_computed"))
-    policy = project.get("policy", "strict")
+    policy = project.get("policy", DEFAULT_POLICY)
     question = project.get("question")
     yield _line("project", name=project["name"], description=project["description"],
                 prediction_model=project["prediction_model"],
                 feature_length=project["feature_length"],
                 features="computed" if computed else None,
-                policy=None if policy == "strict" else policy,
+                policy=None if policy == DEFAULT_POLICY else policy,
                 question=None if question in (None, DEFAULT_QUESTION) else question)
     for name, description, text in session.execute(
             select(Concept.name, Concept.description, ConceptText.text)
