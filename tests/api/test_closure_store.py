@@ -23,6 +23,16 @@ from reasoning.closure import Closure, Label
 from tests.api.conftest import assert_problem, label, new_project
 from tests.reasoning.bruteforce import fixpoint
 
+RATIO = 10
+"""How many times a refused check of a chain its import may take (it takes about as long)."""
+
+
+def _timed(request: Callable[[], Any]) -> tuple[float, Any]:
+    """The seconds ``request`` took, and its answer."""
+    started = time.perf_counter()
+    answer = request()
+    return time.perf_counter() - started, answer
+
 
 def _pages(client: TestClient, pid: int, **params: Any) -> list[dict[str, Any]]:
     """Every item, page by page through the ``next`` cursors."""
@@ -140,13 +150,19 @@ def test_a_long_chain_imports_in_its_rows_and_streams_out(
     names = [f"c{i:04d}" for i in range(n)]
     pid = new_project(client, names)
     body = [{"a": a, "b": b, "label": "positive"} for a, b in zip(names, names[1:], strict=False)]
-    started = time.perf_counter()
-    created = client.post(f"/projects/{pid}/labels/bulk", json={"labels": body})
-    elapsed = time.perf_counter() - started
+    cycle = body + [{"a": names[-1], "b": names[0], "label": "positive"}]
+    checked, refused = _timed(lambda: client.post(f"/projects/{pid}/labels/bulk",
+                                                  json={"labels": cycle}))
+    assert_problem(refused, 409, "bulk-contradiction")  # the whole chain's closure, computed
+    elapsed, created = _timed(lambda: client.post(f"/projects/{pid}/labels/bulk",
+                                                  json={"labels": body}))
     assert created.status_code == 201, created.text
     assert created.json()["newly_decided"]["positive"] == n * (n - 1) // 2 - (n - 1)
     assert [ref["a"] for ref in created.json()["labels"]] == names[:-1]  # the request's order
-    assert elapsed < 30  # label by label it took minutes; the point is not the exact figure
+    # Stored in its rows, the chain costs about what checking it did (measured alike: 0.3 s
+    # against 0.6 s at load 8); label by label it took minutes. A ratio, so a busy machine
+    # slows both sides alike.
+    assert elapsed < RATIO * checked, (elapsed, checked)
     assert _effect_rows(client, pid) == 2 * (n - 1)
     first = client.get(f"/projects/{pid}/labels", params={"limit": 3}).json()
     assert first["total"] == n * (n - 1)
@@ -162,7 +178,8 @@ def test_a_long_chain_imports_in_its_rows_and_streams_out(
         first = time.perf_counter() - asked
         rows = sum(1 for _ in lines)
     assert rows == n * (n - 1)
-    assert first < 0.2 * (time.perf_counter() - asked)  # streamed: the head comes at once
+    # streamed: the head comes at once, not after the body was built (a ratio of one request)
+    assert first < 0.2 * (time.perf_counter() - asked)
     status = client.get(f"/projects/{pid}/pairs/status", params={"a": names[0], "b": names[-1]})
     assert status.json()["status"] == "positive"
 
@@ -209,16 +226,16 @@ def test_a_chain_file_is_checked_and_imported_at_once_and_a_bad_line_still_named
                for a, b in zip(names, names[1:], strict=False)]
     bad = records + [{"kind": "label", "a": names[-1], "b": names[0], "label": "positive"}]
     body = "\n".join(json.dumps(r) for r in bad).encode()
-    problem = assert_problem(client.post(f"/projects/{pid}/import", content=body,
-                                         headers={"Content-Type": "application/jsonl"}),
-                             422, "invalid-items")
+    checked, refused = _timed(lambda: client.post(f"/projects/{pid}/import", content=body,
+                                                  headers={"Content-Type": "application/jsonl"}))
+    problem = assert_problem(refused, 422, "invalid-items")
     assert [e["line"] for e in problem["errors"]] == [n]  # the cycle's closing label
     body = "\n".join(json.dumps(r) for r in records).encode()
-    started = time.perf_counter()
-    summary = client.post(f"/projects/{pid}/import", content=body,
-                          headers={"Content-Type": "application/jsonl"})
+    elapsed, summary = _timed(lambda: client.post(f"/projects/{pid}/import", content=body,
+                                                  headers={"Content-Type": "application/jsonl"}))
     assert summary.status_code == 200, summary.text
-    assert time.perf_counter() - started < 30  # label by label: minutes
+    # label by label: minutes; at once: about what checking the file with its cycle did
+    assert elapsed < RATIO * checked, (elapsed, checked)
     assert summary.json()["labels_created"] == n - 1
     assert client.get(f"/projects/{pid}/labels", params={"limit": 1}).json()["total"] \
         == n * (n - 1)

@@ -54,7 +54,7 @@ class Gate:
         self.running = threading.Event()
 
     def wait_running(self, count: int = 1) -> None:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30  # far above the work, even on a busy machine
         while len(self.started) < count:
             assert time.monotonic() < deadline, "the job did not start"
             time.sleep(0.01)
@@ -183,10 +183,11 @@ def test_a_project_over_its_heavy_requests_gets_429_at_once(
     thread = threading.Thread(target=lambda: answers.append(_link(client, pid)))
     thread.start()
     try:
-        assert inside.wait(10)
-        started = time.perf_counter()
+        assert inside.wait(30)
         refused = _link(client, pid, "integral", "series")
-        assert time.perf_counter() - started < 2
+        # at once: refused while the first is still held, not once it ended (it never ends
+        # before the release below)
+        assert thread.is_alive() and not answers
         assert_problem(refused, 429, "too-many-requests")
         assert refused.headers["retry-after"] == "1"
         assert _link(client, other).status_code == 201  # another project is not limited

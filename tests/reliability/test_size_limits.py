@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.reliability.harness import Server, sqlite_url
 
@@ -49,7 +50,7 @@ def _chunks(body: bytes) -> Iterator[bytes]:
 
 def _raw_request(server: Server, head: bytes, body: bytes = b"") -> int | str:
     """Send ``head`` (and ``body``) on a fresh connection; the status, or ``"closed"``."""
-    with socket.create_connection(("127.0.0.1", server.port), timeout=20) as sock:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
         try:
             sock.sendall(head + body)
             answer = b""
@@ -63,15 +64,22 @@ def _raw_request(server: Server, head: bytes, body: bytes = b"") -> int | str:
     return int(answer.split(b" ", 2)[1])
 
 
+@pytest.mark.parametrize("bound", [
+    pytest.param(None, id="refused"),
+    # A wall-clock bound, which a loaded machine can break: in the slow step, not the default
+    pytest.param(5.0, id="within-5s", marks=pytest.mark.slow),
+])
 def test_an_oversized_header_is_refused_at_once(
-        tmp_path: Path, start_server: Callable[..., Server]) -> None:
+        tmp_path: Path, start_server: Callable[..., Server], bound: float | None) -> None:
+    """Refused, never read to its end: the socket's timeout (60 s) fails a frozen event loop
+    in the default suite; the slow step holds the answer to 5 s."""
     server = start_server(sqlite_url(tmp_path / "sporal.db"))
     large = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Filler: " + b"a" * 4_000_000 + b"\r\n\r\n"
     started = time.perf_counter()
     outcome = _raw_request(server, large)
     elapsed = time.perf_counter() - started
     assert outcome in (400, 431, "closed"), outcome
-    assert elapsed < 5.0, elapsed
+    assert bound is None or elapsed < bound, elapsed
     # Headers of an ordinary size still pass, and the server still serves.
     ordinary = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Filler: " + b"a" * 8_000 + b"\r\n\r\n"
     assert _raw_request(server, ordinary) == 200

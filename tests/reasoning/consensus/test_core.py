@@ -1,27 +1,21 @@
-"""The consensus of a team's answers, its agreement view, p_wrong and the check candidates."""
+"""The consensus of a team's answers, p_wrong and the check candidates."""
 
 from __future__ import annotations
 
 import itertools
-import json
 import math
-import os
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from reasoning.closure import Closure, Label
 from reasoning.consensus import (
-    KAPPA_MIN_SHARED,
     Vote,
     agreement,
     check_candidates,
     consensus,
     p_wrong,
 )
-from reasoning.consensus.em import fit_one_coin
 
 
 def _random_order(n: int, rng: np.random.Generator, density: float = 0.3) -> Closure:
@@ -211,96 +205,6 @@ def test_against_brute_force_on_tiny_instances():
         scores = [_log_likelihood(o, answers, result.accuracy) for o in orders]
         optimal += _log_likelihood(mine, answers, result.accuracy) >= max(scores) - 1e-9
     assert optimal >= 48  # measured: 80% and more of the instances
-
-
-# ---------------------------------------------------------------------------- reference EM
-_CROWDKIT = Path(os.environ.get("SPORAL_CROWDKIT_PYTHON", "/tmp/ck/bin/python"))
-_SCRIPT = """
-import json, sys
-import pandas as pd
-from crowdkit.aggregation import OneCoinDawidSkene
-rows = json.load(sys.stdin)
-model = OneCoinDawidSkene(n_iter=200).fit(pd.DataFrame(rows, columns=["task", "worker", "label"]))
-print(json.dumps({"skills": model.skills_.to_dict(), "labels": model.labels_.to_dict()}))
-"""
-
-
-def _crowdkit_available() -> bool:
-    if not _CROWDKIT.exists():
-        return False
-    probe = subprocess.run([str(_CROWDKIT), "-c", "import crowdkit"], capture_output=True)
-    return probe.returncode == 0
-
-
-@pytest.mark.skipif(not _crowdkit_available(), reason="crowd-kit is not installed")
-def test_one_coin_em_matches_crowd_kit():
-    rng = np.random.default_rng(11)
-    items, skill = 300, np.array([0.95, 0.85, 0.75, 0.65, 0.9])
-    truth = rng.random(items) < 0.4
-    rows, item, who, value = [], [], [], []
-    for k in range(items):
-        for j in rng.choice(5, 3, replace=False):
-            v = bool(truth[k] ^ (rng.random() > skill[j]))
-            rows.append([k, f"w{j}", int(v)])
-            item.append(k)
-            who.append(int(j))
-            value.append(v)
-    ours = fit_one_coin(np.array(item), np.array(who), np.array(value), n_items=items,
-                        n_annotators=5)
-    ran = subprocess.run([str(_CROWDKIT), "-c", _SCRIPT], input=json.dumps(rows),
-                         capture_output=True, text=True, check=True)
-    reference = json.loads(ran.stdout)
-    theirs = np.array([reference["skills"][f"w{j}"] for j in range(5)])
-    assert np.abs(ours.accuracy - theirs).max() < 0.05
-    right = np.array(value) == truth[np.array(item)]
-    empirical = np.array([right[np.array(who) == j].mean() for j in range(5)])
-    # crowd-kit's skills are unsmoothed (hard labels in the M-step); ours as close to the truth
-    assert np.abs(ours.accuracy - empirical).mean() <= np.abs(theirs - empirical).mean() + 0.01
-    labels = np.array([reference["labels"][str(k)] for k in range(items)]) == 1
-    assert ((ours.posterior >= 0.5) == labels).mean() > 0.95
-    # no class prior here (core.py says why): as accurate as crowd-kit's labels all the same
-    assert ((ours.posterior >= 0.5) == truth).mean() >= (labels == truth).mean() - 0.01
-
-
-# ---------------------------------------------------------------------------- agreement
-def test_agreement_kappa_alpha_and_intervals():
-    from sklearn.metrics import cohen_kappa_score
-
-    rng = np.random.default_rng(5)
-    items = KAPPA_MIN_SHARED + 10
-    concepts = list(range(2 * items))
-    truth = rng.random(items) < 0.5
-    answers = []
-    for k in range(items):
-        for who, eps in (("a", 0.05), ("b", 0.2)):
-            answers.append(Vote(2 * k, 2 * k + 1, bool(truth[k] ^ (rng.random() < eps)),
-                                  who))
-        if k < KAPPA_MIN_SHARED - 1:
-            answers.append(Vote(2 * k, 2 * k + 1, bool(truth[k]), "c"))
-    result = consensus(answers, concepts)
-    view = agreement(answers, result)
-    assert [(p.a, p.b) for p in view.pairs] == [("a", "b")]  # c shares too few pairs
-    first = [x.positive for x in answers if x.annotator == "a"]
-    second = [x.positive for x in answers if x.annotator == "b"]
-    assert view.pairs[0].kappa == pytest.approx(cohen_kappa_score(first, second))
-    assert view.pairs[0].shared == items
-    assert view.alpha is not None and -1 <= view.alpha <= 1
-    assert view.answers == len(answers)
-    for row in view.annotators:
-        assert row.accuracy.low <= row.accuracy.estimate <= row.accuracy.high
-        expected = np.mean([result.values[(x.a, x.b)] == x.positive
-                            for x in answers if x.annotator == row.annotator])
-        assert row.agreement == pytest.approx(expected)
-    shape = view.as_dict()
-    assert set(shape) == {"annotators", "pairs", "alpha", "answers"}
-    assert set(shape["annotators"][0]["accuracy"]) == {"estimate", "low", "high"}
-    assert set(shape["annotators"][0]["checks"]) == {"asked", "failed"}
-
-
-def test_agreement_of_one_annotator_has_no_kappa_nor_alpha():
-    answers = [Vote("x", "y", True, "a")]
-    view = agreement(answers, consensus(answers, "xy"))
-    assert view.pairs == [] and view.alpha is None
 
 
 # ---------------------------------------------------------------------------- p_wrong, checks
