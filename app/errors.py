@@ -37,6 +37,7 @@ __all__ = [
     "ConcurrentChange",
     "Contradiction",
     "DatabaseBusy",
+    "DatabaseUnavailable",
     "Forbidden",
     "IdempotencyInProgress",
     "IdempotencyKeyReused",
@@ -282,6 +283,16 @@ class DatabaseBusy(ServiceError):
         super().__init__("the database is busy; retry the request", headers={"Retry-After": "1"})
 
 
+class DatabaseUnavailable(ServiceError):
+    slug, status, title = "database-unavailable", 503, "Database unavailable"
+    description = ("The database could not be reached (refused or lost the connection); retry "
+                   "once it is back.")
+
+    def __init__(self) -> None:
+        super().__init__("the database could not be reached; retry the request",
+                         headers={"Retry-After": "5"})
+
+
 class ImportsBusy(ServiceError):
     slug, status, title = "imports-busy", 503, "Too many imports at once"
     description = ("The imports running in this process already spool as much as "
@@ -406,6 +417,13 @@ def _is_lock_timeout(exc: DBAPIError) -> bool:
     return "database is locked" in text or "lock timeout" in text or "deadlock" in text
 
 
+def _is_unreachable(exc: DBAPIError) -> bool:
+    text = str(exc.orig).lower()
+    return any(sign in text for sign in (
+        "connection refused", "could not connect", "connection failed", "server closed the "
+        "connection", "terminating connection", "unable to open database file"))
+
+
 def _allow_table(schema: dict[str, Any]) -> list[tuple[re.Pattern[str], set[str]]]:
     """Path patterns of the OpenAPI schema with their methods (integer parameters: digits)."""
     table = []
@@ -472,6 +490,10 @@ async def _operational_error(request: Request, exc: OperationalError) -> Respons
     if _is_lock_timeout(exc):
         busy = DatabaseBusy()
         return problem(busy.slug, busy.detail, request, headers=busy.headers)
+    if exc.connection_invalidated or _is_unreachable(exc):
+        logger.warning("database unreachable on %s: %s", request.url.path, exc.orig)
+        down = DatabaseUnavailable()
+        return problem(down.slug, down.detail, request, headers=down.headers)
     logger.exception("database error on %s", request.url.path)
     return problem("internal-error", "database error", request)
 

@@ -6,10 +6,11 @@ from typing import Any
 
 import anyio
 from fastapi import APIRouter, Request
+from sqlalchemy.exc import OperationalError
 
 from app import __version__
 from app.db import get_database
-from app.errors import PROBLEMS, DatabaseBusy, NotFound
+from app.errors import PROBLEMS, DatabaseBusy, DatabaseUnavailable, NotFound
 from app.routes.common import StrictJSONRoute, problem_responses
 from app.schemas import Health
 from app.settings import Settings
@@ -32,7 +33,7 @@ def _health_limiter(request: Request) -> anyio.CapacityLimiter:
 @router.get("/health", response_model=Health, responses=problem_responses(503))
 async def health(request: Request) -> Health:
     """The service is up and its database answers (503 `database-busy` past
-    SPORAL_HEALTH_TIMEOUT).
+    SPORAL_HEALTH_TIMEOUT, 503 `database-unavailable` when it cannot be reached).
 
     The check never waits behind requests: it runs on the event loop and two threads of its
     own, with its own database connection.
@@ -45,6 +46,8 @@ async def health(request: Request) -> Health:
                 database.ping, limiter=_health_limiter(request), abandon_on_cancel=True)
     except TimeoutError:
         raise DatabaseBusy() from None
+    except OperationalError:
+        raise DatabaseUnavailable() from None
     return Health(version=__version__, database=dialect, open_mode=settings.open_mode)
 
 

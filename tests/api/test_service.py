@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from fastapi.testclient import TestClient
 
 from app.errors import PROBLEMS
+from tests.api.conftest import assert_problem
 
 
 def test_health_and_docs(client: TestClient) -> None:
@@ -62,3 +64,19 @@ def test_405_lists_every_method_of_the_path(client: TestClient) -> None:
         "DELETE", "GET", "PATCH"]
     # "bulk" is not a label id: the bulk import path, which has no DELETE.
     assert client.delete("/projects/1/labels/bulk").status_code == 405
+
+
+def test_a_database_that_cannot_be_reached_is_503_not_500(
+        client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sqlalchemy.exc import OperationalError
+
+    from app.db import Database
+
+    def refused(self: Database) -> str:
+        raise OperationalError("SELECT 1", {}, Exception(
+            'connection to server at "127.0.0.1", port 1 failed: Connection refused'))
+
+    monkeypatch.setattr(Database, "ping", refused)
+    response = client.get("/health")
+    problem = assert_problem(response, 503, "database-unavailable")
+    assert response.headers["Retry-After"] and "reached" in problem["detail"]
