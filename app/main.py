@@ -195,7 +195,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             CORSMiddleware,
             allow_origins=settings.cors_origins,
             allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
-            allow_headers=["Content-Type", "X-API-Key", "Idempotency-Key"],
-            expose_headers=["Idempotent-Replayed", "Retry-After", "Content-Disposition"],
+            allow_headers=["Content-Type", "X-API-Key", "Idempotency-Key", "Prefer"],
+            expose_headers=["Idempotent-Replayed", "Retry-After", "Content-Disposition",
+                            "Location"],
         )
     return app

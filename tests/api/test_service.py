@@ -48,9 +48,13 @@ def test_cors_answers_for_configured_origins(make_client: Callable[..., TestClie
     client = make_client(cors_origins=["https://annotate.example"])
     response = client.options("/projects", headers={
         "Origin": "https://annotate.example", "Access-Control-Request-Method": "POST",
-        "Access-Control-Request-Headers": "X-API-Key, Content-Type"})
+        "Access-Control-Request-Headers": "X-API-Key, Content-Type, Prefer, Idempotency-Key"})
     assert response.status_code == 200
     assert response.headers["access-control-allow-origin"] == "https://annotate.example"
+    created = client.post("/projects", json={"name": "p"},
+                          headers={"Origin": "https://annotate.example"})
+    exposed = created.headers["access-control-expose-headers"].lower()
+    assert "location" in exposed and "retry-after" in exposed
     response = client.get("/health", headers={"Origin": "https://elsewhere.example"})
     assert "access-control-allow-origin" not in response.headers
 
