@@ -78,7 +78,7 @@
       el("p", { class: "muted" }, `open since ${when(item.opened_at)} — consensus now: ${consensus}`),
       el("div", { class: "sides" }, side("Yes", item.positive || []), side("No", item.negative || [])),
       ...(proof.length ? [
-        el("p", {}, "The answers decided by the team that decide it the other way:"),
+        el("p", {}, "The answers that decide it the other way:"),
         el("ul", { class: "proof" }, ...proof.map((ref) => el("li", {}, `${arrow(ref)} (label #${ref.id})`))),
       ] : []),
       ...(item.chains || []).map((c) => el("p", { class: "muted" }, `chain: ${c.join(" → ")}`)),
