@@ -100,7 +100,8 @@ def test_a_refused_answer_offers_to_retract_only_ones_own_answer_and_names_who_c
     theirs = page.locator("#proof li", has_text=f"label #{other['id']}")
     _expect(own.locator("button")).to_have_text("Retract my answer")
     _expect(theirs.locator("button")).to_have_count(0)  # bo's answer: no Retract for ana
-    _expect(theirs).to_contain_text("the lead (with the project key)")
+    _expect(theirs).to_contain_text(  # who can: bo, or the lead
+        "bo's answer: only bo or the lead (with the project key) can retract it.")
     page.screenshot(path=screenshots / "label-refused.png", full_page=True)
 
     page.keyboard.press("Enter")  # the focus is on the one Retract button: ana's own answer

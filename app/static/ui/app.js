@@ -253,24 +253,43 @@ function showDecided(created) {
 }
 
 // ------------------------------------------------------------------------------ refusals
-// The live answers of this person behind a proof's label (its pair and value).
-async function myAnswers(ref) {
-  const page = await api("GET", `/answers?annotator=${q(session.annotator)}&a=${q(ref.a)}&b=${q(ref.b)}&limit=100`);
-  return page.items.filter((x) => x.label === ref.label && !x.retracted_at && x.role === "annotator" &&
-    (x.outcome === "asserted" || x.outcome === "agreed"));
+// The live answers behind a proof's label (its pair and value); `who`: only this annotator's.
+// Other people's answers are the lead's to read: without the right key, none are known.
+async function liveAnswers(ref, who) {
+  const only = who ? `annotator=${q(who)}&` : "";
+  try {
+    const page = await api("GET", `/answers?${only}a=${q(ref.a)}&b=${q(ref.b)}&limit=100`);
+    return page.items.filter((x) => x.label === ref.label && !x.retracted_at &&
+      (x.outcome === "asserted" || x.outcome === "agreed"));
+  } catch (error) {
+    return [];
+  }
+}
+
+// Who gave a proof's label: the proof's `annotator` where the service names it, else the
+// live answers behind it where this key may read them.
+async function givenBy(ref) {
+  if (ref.annotator) return { names: [ref.annotator], reviewed: false };
+  const answers = await liveAnswers(ref);
+  return { names: [...new Set(answers.map((x) => x.annotator).filter((x) => x))],
+           reviewed: answers.some((x) => x.role === "reviewer") };
 }
 
 // One line of the proof: Retract where the answer is this person's, else who can retract it.
 async function proofLine(ref) {
-  let mine = [];
-  try { mine = await myAnswers(ref); } catch (error) { mine = []; }
+  const mine = (await liveAnswers(ref, session.annotator)).filter((x) => x.role === "annotator");
   const text = `${labelText(ref)} (label #${ref.id})`;
   if (mine.length) {
     return el("li", { class: "mine" }, `${text}, your answer `,
       el("button", { type: "button", onclick: () => retract(ref, mine) }, "Retract my answer"));
   }
-  const by = ref.annotator ? `${ref.annotator}'s answer` : "not your answer";
-  const can = ref.annotator ? `${ref.annotator} or the lead (with the project key)` : "the lead (with the project key)";
+  const { names, reviewed } = await givenBy(ref);
+  if (reviewed) {
+    return el("li", { class: "theirs" }, `${text}, the reviewer's decision: only the reviewer ` +
+      "(with the reviewer key) can retract it.");
+  }
+  const by = names.length ? `${names.join(" and ")}'s answer` : "not your answer";
+  const can = `${names.length ? names.join(" or ") : "the annotator who gave it"} or the lead (with the project key)`;
   return el("li", { class: "theirs" }, `${text}, ${by}: only ${can} can retract it.`);
 }
 
