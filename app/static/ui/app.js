@@ -132,11 +132,21 @@ function identify(me) {
   return `labeling as ${session.annotator}${role}`;
 }
 
+// The project; an annotator key that may not read it still answers (the default wording).
+async function readProject(me) {
+  try {
+    return await api("GET", "");
+  } catch (error) {
+    if (error.status === 403 && me && me.role === "annotator") return { id: session.pid, name: "", question: null };
+    throw error;
+  }
+}
+
 async function open() {
   let project, line;
   try {
     const me = await whoami();
-    project = await api("GET", "");
+    project = await readProject(me);
     line = identify(me);
   } catch (error) {
     refuseOpen(`Cannot open project ${session.pid}: ${error.message}` + (error.status === 401
@@ -145,9 +155,10 @@ async function open() {
       : ""));
     return;
   }
-  if (!session.annotator) { refuseOpen(`Project ${project.id}: ${project.name} — ${line}`); return; }
+  const title = `Project ${project.id}${project.name ? `: ${project.name}` : ""} — ${line}`;
+  if (!session.annotator) { refuseOpen(title); return; }
   sessionStorage.setItem(SESSION, JSON.stringify(session));
-  $("connect-status").textContent = `Project ${project.id}: ${project.name} — ${line}`;
+  $("connect-status").textContent = title;
   $("connect").classList.add("opened");
   concepts = new Map((await every("/concepts")).items.map((c) => [c.name, c.description || ""]));
   $("concept-names").replaceChildren(...[...concepts.keys()].map((n) => el("option", { value: n })));
