@@ -10,14 +10,17 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from benchmarks.serving import Server
+from benchmarks.serving import Server, free_port
 
 CALCULUS = ["limit", "derivative", "integral", "series"]
 CALCULUS_POOL = [("limit", "derivative", [0.9, 0.2]), ("derivative", "integral", [0.8, 0.3]),
@@ -81,6 +84,38 @@ def calculus_project(api: httpx.Client) -> int:
     pairs = [{"a": a, "b": b, "features": f} for a, b, f in CALCULUS_POOL]
     api.post(f"/projects/{pid}/pairs", json={"pairs": pairs}).raise_for_status()
     return pid
+
+
+@contextmanager
+def inprocess_server(folder: Path) -> Iterator[str]:
+    """The service in this process (uvicorn in a thread), for a test that patches it.
+
+    A `sporal serve` process cannot be monkeypatched; this one can (the question policy, say).
+    Yields its base URL; open mode, a fresh SQLite database in ``folder``.
+    """
+    import uvicorn
+
+    from app.db import migrate
+    from app.main import create_app
+    from app.settings import Settings
+
+    url = f"sqlite:///{folder / 'sporal.db'}"
+    migrate(url)
+    port = free_port()
+    config = uvicorn.Config(create_app(Settings(database_url=url)), host="127.0.0.1", port=port,
+                            log_level="warning", lifespan="on")
+    served = uvicorn.Server(config)
+    thread = threading.Thread(target=served.run, daemon=True)
+    thread.start()
+    try:
+        while not served.started:  # a start that fails ends the thread
+            if not thread.is_alive():
+                raise RuntimeError("the in-process server did not start")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        served.should_exit = True
+        thread.join()
 
 
 def _expect(locator: Any) -> Any:

@@ -17,7 +17,9 @@ import pytest
 from benchmarks.serving import Server
 from reasoning.data import load_domain
 from tests.browser.conftest import (
+    CALCULUS,
     CALCULUS_TRUTH,
+    _expect,
     calculus_project,
     open_ui,
     shown_pair,
@@ -68,7 +70,7 @@ def test_the_readme_example_labeled_by_keyboard_with_reasons_and_undo(
 
     while page.get_attribute("#question", "data-pair"):
         _answer_truly(page)
-    assert "Nothing left to ask" in page.inner_text("#prediction")
+    assert "Nothing left to ask" in page.inner_text("#question-note")
     positives = {(i["a"], i["b"]) for i in _labels(api, pid, "all") if i["label"] == "positive"}
     assert positives == CALCULUS_TRUTH
 
@@ -79,34 +81,46 @@ def test_the_readme_example_labeled_by_keyboard_with_reasons_and_undo(
     assert [i["id"] for i in _labels(api, pid, "asserted")][0] != last["id"]
 
 
-def test_a_refused_answer_shows_its_proof_and_is_answered_after_a_retraction(
+def test_a_refused_answer_offers_to_retract_only_ones_own_answer_and_names_who_can(
         browser: Any, server: Server, api: httpx.Client, screenshots: Path) -> None:
     pid = calculus_project(api)
     page = browser.new_page()
     open_ui(page, server.base_url, pid, "ana")
     a, b = shown_pair(page)
-    # Meanwhile another annotator asserts the opposite direction: "yes" is now a contradiction.
+    c = next(x for x in CALCULUS if x not in (a, b))
+    # Meanwhile ana (elsewhere) and bo decide b before a, through c: "yes" is a contradiction.
+    mine = api.post(f"/projects/{pid}/labels",
+                    json={"a": b, "b": c, "label": "positive", "annotator": "ana"}).json()
     other = api.post(f"/projects/{pid}/labels",
-                     json={"a": b, "b": a, "label": "positive", "annotator": "bo"}).json()
+                     json={"a": c, "b": a, "label": "positive", "annotator": "bo"}).json()
     page.keyboard.press("y")
     page.wait_for_selector("#refusal:not([hidden]) #proof li")
-    assert f"label #{other['id']}" in page.inner_text("#proof")
+    _expect(page.locator("#proof li")).to_have_count(2)
+    own = page.locator("#proof li", has_text=f"label #{mine['id']}")
+    theirs = page.locator("#proof li", has_text=f"label #{other['id']}")
+    _expect(own.locator("button")).to_have_text("Retract my answer")
+    _expect(theirs.locator("button")).to_have_count(0)  # bo's answer: no Retract for ana
+    _expect(theirs).to_contain_text(  # who can: bo, or the lead
+        "bo's answer: only bo or the lead (with the project key) can retract it.")
     page.screenshot(path=screenshots / "label-refused.png", full_page=True)
 
-    page.keyboard.press("Enter")  # the focus is on the proof's first Retract button
-    page.wait_for_selector("#refusal >> text=Retracted")
+    page.keyboard.press("Enter")  # the focus is on the one Retract button: ana's own answer
+    page.wait_for_selector("#refusal >> text=Retracted your answer")
     before = page.get_attribute("#question", "data-pair")
     page.keyboard.press("y")
     wait_for_other_question(page, before)
-    mine = [i for i in _labels(api, pid, "asserted") if (i["a"], i["b"]) == (a, b)]
-    assert [(i["label"], i["annotator"]) for i in mine] == [("positive", "ana")]
+    answers = {x["id"]: x for x in api.get(f"/projects/{pid}/answers").json()["items"]}
+    assert answers[mine["answer_id"]]["retracted_at"] is not None
+    assert answers[other["answer_id"]]["retracted_at"] is None  # bo's answer stands
+    live = {(i["a"], i["b"], i["label"], i["annotator"]) for i in _labels(api, pid, "asserted")}
+    assert live == {(c, a, "positive", "bo"), (a, b, "positive", "ana")}
     counts = {i["annotator"]: i for i in api.get(f"/projects/{pid}/annotators").json()["items"]}
-    assert (counts["ana"]["refused"], counts["ana"]["accepted"]) == (1, 1)
-    assert counts["bo"]["retracted"] == 1
+    assert (counts["ana"]["refused"], counts["ana"]["retracted"]) == (1, 1)
+    assert counts["bo"]["retracted"] == 0
 
     page.click(".tab[data-view=progress]")
     page.wait_for_selector("#annotators tr >> text=bo")
-    assert page.inner_text("#asked") == "1"
+    assert page.inner_text("#asked") == "2"
     shown = page.locator("#annotators tr", has_text="ana").locator("td").all_inner_texts()
     ana = counts["ana"]
     assert shown == [str(ana[k]) for k in

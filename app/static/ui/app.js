@@ -1,6 +1,11 @@
 // sporal's annotator page: labeling, reasons, progress and the map, over the REST API of the
 // service that serves it. No build step; the map (map.js) lays out with the vendored dagre.
-// The project key lives in sessionStorage. The page's other parts (review.js) listen to the
+// The keys live in sessionStorage: the person's annotator key answers, the project key (the
+// lead's) reads the lead's views. `GET whoami` names the person and their role; a service
+// without it (404) is taken as before: the name typed is the annotator.
+// The annotator's screen shows no model prediction and no reason why a pair is asked (a check,
+// a second opinion, a disagreement look like any new question): nothing anchors an answer.
+// The page's other parts (review.js) listen to the
 // events this file announces on `document`: `sporal:open` (detail: the project),
 // `sporal:view` (the view shown) and `sporal:answered` (the label POST's response).
 "use strict";
@@ -14,15 +19,16 @@ let session = JSON.parse(sessionStorage.getItem(SESSION) || "null");
 let concepts = new Map();          // name -> description
 let current = null;                // the question on screen: {a, b}
 let skipped = new Set();           // "a\u0000b" of questions skipped in this tab
-let undoStack = [];                // labels this tab asserted: {id, a, b}
+let undoStack = [];                // this tab's answers: {answerId (null: a repeat), a, b}
 let busy = false;
 let pollTimer = null;
 
 // ------------------------------------------------------------------------------ the API
-// `key` stands in for the project key (the reviewer key of a resolution, say).
+// `key` stands in for the person's key (the reviewer key of a resolution, the project key of
+// the lead's views). The person's key: their annotator key, else the project key.
 async function api(method, path, body, key) {
   const headers = { Accept: "application/json" };
-  const apiKey = key || session.key;
+  const apiKey = key || session.annotatorKey || session.key;
   if (apiKey) headers["X-API-Key"] = apiKey;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(`../projects/${session.pid}${path}`, {
@@ -86,27 +92,73 @@ function outcome(...children) {
 }
 
 // ------------------------------------------------------------------------------ session
+const ROLES = {  // whoami's role, in the words the status line uses
+  admin: "admin key", project: "lead, project key", reviewer: "reviewer key", annotator: "annotator",
+};
+
 async function connect(event) {
   event.preventDefault();
-  session = { pid: Number($("pid").value), key: $("key").value, annotator: $("annotator").value.trim() };
+  session = { pid: Number($("pid").value), key: $("key").value, annotatorKey: $("annotator-key").value,
+              annotator: $("annotator").value.trim() };
   await open();
 }
 
-async function open() {
-  const status = $("connect-status");
-  let project;
+// The person behind the key: whoami's answer, or null where the service has no whoami (404).
+async function whoami() {
   try {
-    project = await api("GET", "");
-    sessionStorage.setItem(SESSION, JSON.stringify(session));
-    status.textContent = `Project ${project.id}: ${project.name} — labeling as ${session.annotator}`;
+    return await api("GET", "/whoami");
   } catch (error) {
-    status.textContent = `Cannot open project ${session.pid}: ${error.message}` + (error.status === 401
-      ? ". This service has keys on: paste the project's key (its api_key, printed once when the " +
-        "project was made, e.g. by sporal import) into Project key, or the admin key."
-      : "");
-    $("connect").classList.remove("opened");
+    const missing = error.status === 404 && !(error.problem && error.problem.type === "/problems/project-not-found");
+    if (missing) return null;
+    throw error;
+  }
+}
+
+function refuseOpen(text) {
+  $("connect-status").textContent = text;
+  $("connect").classList.remove("opened");
+}
+
+// Who answers: an annotator key names its person (the name field follows it); any other key,
+// or none (keys off), answers as the name typed.
+function identify(me) {
+  session.role = me ? me.role : null;
+  if (me && me.annotator) {
+    session.annotator = me.annotator;
+    $("annotator").value = me.annotator;
+  }
+  if (!session.annotator) return "type your name, or paste your annotator key";
+  const role = !me ? "" : me.open ? " (keys off)" : ` (${ROLES[me.role] || me.role})`;
+  return `labeling as ${session.annotator}${role}`;
+}
+
+// The project; an annotator key that may not read it still answers (the default wording).
+async function readProject(me) {
+  try {
+    return await api("GET", "");
+  } catch (error) {
+    if (error.status === 403 && me && me.role === "annotator") return { id: session.pid, name: "", question: null };
+    throw error;
+  }
+}
+
+async function open() {
+  let project, line;
+  try {
+    const me = await whoami();
+    project = await readProject(me);
+    line = identify(me);
+  } catch (error) {
+    refuseOpen(`Cannot open project ${session.pid}: ${error.message}` + (error.status === 401
+      ? ". This service has keys on: paste your annotator key (the lead makes one per person), " +
+        "or the project's key (its api_key, printed once when the project was made), or the admin key."
+      : ""));
     return;
   }
+  const title = `Project ${project.id}${project.name ? `: ${project.name}` : ""} — ${line}`;
+  if (!session.annotator) { refuseOpen(title); return; }
+  sessionStorage.setItem(SESSION, JSON.stringify(session));
+  $("connect-status").textContent = title;
   $("connect").classList.add("opened");
   concepts = new Map((await every("/concepts")).items.map((c) => [c.name, c.description || ""]));
   $("concept-names").replaceChildren(...[...concepts.keys()].map((n) => el("option", { value: n })));
@@ -152,6 +204,7 @@ async function nextQuestion() {
   setQuestion(pick || null);
 }
 
+// The question alone: no prediction, no reason why it is asked (see the head of this file).
 function setQuestion(pair) {
   current = pair ? { a: pair.a, b: pair.b } : null;
   const box = $("question");
@@ -164,24 +217,10 @@ function setQuestion(pair) {
   $("qb-desc").textContent = db;
   $("qa-desc").parentElement.hidden = !da;
   $("qb-desc").parentElement.hidden = !db;
-  $("prediction").textContent = current ? "prediction: …" : "Nothing left to ask: every pool pair is decided.";
+  $("question-note").textContent = current ? "" : "Nothing left to ask: every pool pair is decided.";
+  $("question-note").hidden = !!current;
   for (const id of ["yes", "no", "skip"]) $(id).disabled = !current;
   box.dataset.pair = current ? `${current.a} | ${current.b}` : "";
-  if (current) showPrediction(current);
-}
-
-async function showPrediction(pair) {
-  try {
-    const status = await api("GET", `/pairs/status?a=${q(pair.a)}&b=${q(pair.b)}`);
-    if (current !== pair) return;
-    const model = status.model;
-    const p = status.prediction == null ? "0.5 (no model yet)" : status.prediction.toFixed(2);
-    const behind = model ? ` — ${model.name} on ${model.trained_on} labeled pairs` +
-      (model.labels_behind ? `, ${model.labels_behind} labels behind` : "") : "";
-    $("prediction").textContent = `prediction: p(prerequisite) = ${p}${behind}`;
-  } catch (error) {
-    if (current === pair) $("prediction").textContent = `prediction unavailable: ${error.message}`;
-  }
 }
 
 async function answer(label) {
@@ -191,13 +230,13 @@ async function answer(label) {
   try {
     const created = await api("POST", "/labels", { a: pair.a, b: pair.b, label, annotator: session.annotator });
     $("refusal").hidden = true;
-    if (created.id) undoStack.push({ id: created.id, a: pair.a, b: pair.b });
+    undoStack.push({ answerId: created.answer_id ?? null, a: pair.a, b: pair.b });
     showDecided(created);
     announce("answered", created);
     skipped.delete(pairKey(pair.a, pair.b));
     await nextQuestion();
   } catch (error) {
-    if (error.problem && error.problem.type === "/problems/contradiction") showRefusal(error.problem);
+    if (error.problem && error.problem.type === "/problems/contradiction") await showRefusal(error.problem);
     else showError($("outcome"), error);
   } finally {
     busy = false;
@@ -208,7 +247,8 @@ const SHOWN_INFERRED = 5;  // the first inferred pairs are listed at once, the r
 
 function showDecided(created) {
   const n = created.newly_decided.positive + created.newly_decided.negative;
-  const head = el("p", {}, `Recorded ${labelText(created)}. `, el("strong", { id: "decided-count" }, `+${n} decided`));
+  const head = el("p", {}, `Recorded your answer ${labelText(created)}. `,
+    el("strong", { id: "decided-count" }, `+${n} decided`));
   const item = (d) => el("li", {}, el("button", { type: "button", class: "link", onclick: () => explain(d.a, d.b) }, labelText(d)));
   const first = created.decided.slice(0, SHOWN_INFERRED), rest = created.decided.slice(SHOWN_INFERRED);
   const parts = [head];
@@ -223,25 +263,70 @@ function showDecided(created) {
   outcome(...parts);
 }
 
-function showRefusal(problem) {
+// ------------------------------------------------------------------------------ refusals
+// The live answers behind a proof's label (its pair and value); `who`: only this annotator's.
+// Other people's answers are the lead's to read: without the right key, none are known.
+async function liveAnswers(ref, who) {
+  const only = who ? `annotator=${q(who)}&` : "";
+  try {
+    const page = await api("GET", `/answers?${only}a=${q(ref.a)}&b=${q(ref.b)}&limit=100`);
+    return page.items.filter((x) => x.label === ref.label && !x.retracted_at &&
+      (x.outcome === "asserted" || x.outcome === "agreed"));
+  } catch (error) {
+    return [];
+  }
+}
+
+// Who gave a proof's label: the proof's `annotator` where the service names it, else the
+// live answers behind it where this key may read them.
+async function givenBy(ref) {
+  if (ref.annotator) return { names: [ref.annotator], reviewed: false };
+  const answers = await liveAnswers(ref);
+  return { names: [...new Set(answers.map((x) => x.annotator).filter((x) => x))],
+           reviewed: answers.some((x) => x.role === "reviewer") };
+}
+
+// One line of the proof: Retract where the answer is this person's, else who can retract it.
+async function proofLine(ref) {
+  const mine = (await liveAnswers(ref, session.annotator)).filter((x) => x.role === "annotator");
+  const text = `${labelText(ref)} (label #${ref.id})`;
+  if (mine.length) {
+    return el("li", { class: "mine" }, `${text}, your answer `,
+      el("button", { type: "button", onclick: () => retract(ref, mine) }, "Retract my answer"));
+  }
+  const { names, reviewed } = await givenBy(ref);
+  if (reviewed) {
+    return el("li", { class: "theirs" }, `${text}, the reviewer's decision: only the reviewer ` +
+      "(with the reviewer key) can retract it.");
+  }
+  const by = names.length ? `${names.join(" and ")}'s answer` : "not your answer";
+  const can = `${names.length ? names.join(" or ") : "the annotator who gave it"} or the lead (with the project key)`;
+  return el("li", { class: "theirs" }, `${text}, ${by}: only ${can} can retract it.`);
+}
+
+async function showRefusal(problem) {
   const box = $("refusal");
-  const items = problem.proof.map((ref) => el("li", {}, `${labelText(ref)} (label #${ref.id}) `,
-    el("button", { type: "button", onclick: () => retract(ref) }, `Retract #${ref.id}`)));
+  const items = await Promise.all(problem.proof.map(proofLine));
+  const own = items.some((li) => li.classList.contains("mine"));
   box.replaceChildren(
     el("h3", {}, `Refused: ${problem.a} → ${problem.b} cannot be ${problem.label}`),
-    el("p", {}, "These asserted labels force the opposite. Retract one of them to answer again:"),
+    el("p", {}, own ? "These answers decide the opposite. Retract yours to answer again, or skip:"
+      : "These answers decide the opposite; none is yours. Skip (s), or ask who can retract one:"),
     el("ul", { id: "proof" }, ...items),
     ...(problem.chains || []).map((c) => el("p", { class: "muted" }, `chain: ${c.join(" → ")}`)));
   box.hidden = false;
-  box.querySelector("button").focus();
+  const button = box.querySelector("button");
+  if (button) button.focus();
 }
 
-async function retract(ref) {
+async function retract(ref, mine) {
   try {
-    const gone = await api("DELETE", `/labels/${ref.id}`);
-    undoStack = undoStack.filter((u) => u.id !== ref.id);
-    $("refusal").replaceChildren(el("p", {},
-      `Retracted ${labelText(gone)}: ${plural(gone.undecided, "pair")} undecided. Answer the question again (y / n).`));
+    let undecided = 0;
+    for (const x of mine) undecided += (await api("DELETE", `/answers/${x.id}`)).undecided;
+    const gone = new Set(mine.map((x) => x.id));
+    undoStack = undoStack.filter((u) => !gone.has(u.answerId));
+    $("refusal").replaceChildren(el("p", {}, `Retracted your answer ${labelText(ref)}: ` +
+      `${plural(undecided, "pair")} undecided. Answer the question again (y / n).`));
     $("yes").focus();
   } catch (error) {
     showError($("refusal"), error);
@@ -255,17 +340,26 @@ function skip() {
   nextQuestion();
 }
 
+// `u`: retract this person's own last answer (never a colleague's), and say what changed.
 async function undo() {
+  if (busy) return;
+  if (!undoStack.length) { outcome(el("p", { id: "undone" }, "Nothing of yours to undo in this tab.")); return; }
   const last = undoStack.pop();
-  if (!last || busy) { if (last) undoStack.push(last); return; }
+  if (last.answerId == null) {
+    outcome(el("p", { id: "undone" }, `Nothing of yours to undo: your last answer (${last.a} / ${last.b}) ` +
+      "repeated one you had given before, so it kept no new answer."));
+    return;
+  }
   busy = true;
   try {
-    const gone = await api("DELETE", `/labels/${last.id}`);
-    outcome(el("p", { id: "undone" },
-      `Undone: ${labelText(gone)} (${plural(gone.undecided, "pair")} undecided again).`));
+    const gone = await api("DELETE", `/answers/${last.answerId}`);
+    outcome(el("p", { id: "undone" }, `Undone: your answer ${labelText(gone)} is retracted; ` +
+      (gone.undecided ? `${plural(gone.undecided, "pair")} undecided again or changed.`
+        : "the other answers still decide its pair.")));
     $("refusal").hidden = true;
     setQuestion({ a: last.a, b: last.b });
   } catch (error) {
+    undoStack.push(last);
     showError($("outcome"), error);
   } finally {
     busy = false;
@@ -273,6 +367,8 @@ async function undo() {
 }
 
 // ------------------------------------------------------------------------------ reasons
+const SOURCES = { asserted: "decided by the team's answers", inferred: "following from other answers" };
+
 async function explain(a, b) {
   $("why-a").value = a;
   $("why-b").value = b;
@@ -284,7 +380,8 @@ async function explain(a, b) {
       return;
     }
     target.replaceChildren(
-      el("p", {}, `${a} ${status.status === "positive" ? "→" : "↛"} ${b}: ${status.status}, ${status.source}, because of`),
+      el("p", {}, `${a} ${status.status === "positive" ? "→" : "↛"} ${b}: ${status.status === "positive" ? "yes" : "no"}, ` +
+        `${SOURCES[status.source] || status.source}, because of these answers`),
       el("ul", { id: "reason-proof" }, ...status.proof.map((ref) =>
         el("li", {}, `${labelText(ref)} (label #${ref.id})`))),
       ...status.chains.map((c) => el("p", { class: "muted" }, `chain: ${c.join(" → ")}`)));
@@ -297,7 +394,7 @@ async function explain(a, b) {
 // ------------------------------------------------------------------------------ progress
 async function refreshProgress() {
   try {
-    const [project, people] = await Promise.all([api("GET", ""), api("GET", "/annotators")]);
+    const [project, people] = await Promise.all([api("GET", ""), api("GET", "/annotators", undefined, session.key)]);
     const c = project.counts;
     const decided = c.pool_pairs - c.undecided_pool_pairs;
     $("decided-text").textContent = `${decided} of ${c.pool_pairs}` +
@@ -340,6 +437,7 @@ function init() {
     $("pid").value = session.pid;
     $("key").value = session.key;
     $("annotator").value = session.annotator;
+    $("annotator-key").value = session.annotatorKey || "";
     open();
   } else {
     show("label");

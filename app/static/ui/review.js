@@ -1,4 +1,5 @@
-// sporal's page for teams: the Review view (open disagreements, both sides' answers, the proof,
+// sporal's page for teams (the lead's screens; the lead's views read with the project key when
+// one was given): the Review view (open disagreements, both sides' answers, the proof,
 // resolve buttons), the agreement tables of Progress, the project's own question wording, and
 // the definition shown again when an answer failed a check question. Loaded after app.js, whose
 // session, `api`, `el` and `$` it uses; it follows the events app.js announces (`sporal:open`,
@@ -77,7 +78,7 @@
       el("p", { class: "muted" }, `open since ${when(item.opened_at)} — consensus now: ${consensus}`),
       el("div", { class: "sides" }, side("Yes", item.positive || []), side("No", item.negative || [])),
       ...(proof.length ? [
-        el("p", {}, "The asserted labels that decide it the other way:"),
+        el("p", {}, "The answers that decide it the other way:"),
         el("ul", { class: "proof" }, ...proof.map((ref) => el("li", {}, `${arrow(ref)} (label #${ref.id})`))),
       ] : []),
       ...(item.chains || []).map((c) => el("p", { class: "muted" }, `chain: ${c.join(" → ")}`)),
@@ -89,7 +90,7 @@
     const list = $("disagreements");
     let items;
     try {
-      items = (await api("GET", "/disagreements?state=open")).items;
+      items = (await api("GET", "/disagreements?state=open", undefined, session.key)).items;
     } catch (error) {
       if (error.status !== 404 || (error.problem && error.problem.type === "/problems/project-not-found")) {
         list.replaceChildren(el("p", { class: "error" }, `Error: ${error.message}`));
@@ -131,7 +132,7 @@
     if (!session) return;
     let view;
     try {
-      view = await api("GET", "/agreement");
+      view = await api("GET", "/agreement", undefined, session.key);
     } catch (error) {
       $("agreement-summary").textContent = `agreement unavailable: ${error.message}`;
       return;
