@@ -199,7 +199,7 @@ def store_change(work: ProjectWork, project: Project, change: TeamChange,
     project.version += 1  # every stored change: a planner that read the answers before replans
     ids = _apply(work, project, plan)
     sync_outcomes(session, plan.result, plan.rows + added, state)
-    states = sync_disagreements(session, project.id, plan.result, change.reason())
+    states = sync_disagreements(session, project.id, plan.result, change.reason(), now)
     work.stage_team(replace(state.team, fit=plan.result))
     ref = states.get(change.pair) if change.pair is not None else None
     return Applied(plan, added, before, ref, ids, now, states)
@@ -255,9 +255,10 @@ def latest_resolution(session: Session, disagreement_id: int) -> int | None:
 
 def _undone(session: Session, project_id: int, retracted: frozenset[int]) -> None:
     """Resolutions undone by the retraction of their answers (stamped already): each
-    disagreement whose latest resolution went names its previous live one, and one that its
-    resolution had closed opens again, unless another is open on its pair, for the refit to
-    decide (it closes again, reason ``retraction``, when the pair is no longer contested)."""
+    disagreement whose latest resolution went names its previous live one; one that a
+    resolution had closed and that none stands for any more opens again, unless another is
+    open on its pair, for the refit to decide (it closes again, reason ``retraction``, when
+    the pair is no longer contested)."""
     rows = session.execute(select(Disagreement.id, Disagreement.a_id, Disagreement.b_id,
                                   Disagreement.closed_reason).where(
         Disagreement.project_id == project_id,
@@ -267,7 +268,7 @@ def _undone(session: Session, project_id: int, retracted: frozenset[int]) -> Non
         busy = session.scalar(select(Disagreement.id).where(
             Disagreement.project_id == project_id, Disagreement.a_id == a,
             Disagreement.b_id == b, Disagreement.closed_at.is_(None)).limit(1))
-        if reason == "reviewer" and busy is None:
+        if reason == "reviewer" and busy is None and values["resolution_id"] is None:
             values.update(closed_at=None, closed_reason=None)
         session.execute(update(Disagreement).where(Disagreement.id == k).values(**values)
                         .execution_options(synchronize_session=False))
@@ -345,10 +346,11 @@ def sync_outcomes(session: Session, result: Consensus, rows: Sequence[LiveAnswer
 
 
 def sync_disagreements(session: Session, project_id: int, result: Consensus,
-                       reason: str = "answers") -> dict[tuple[int, int], DisagreementRef]:
-    """Open a disagreement for each newly contested pair, close (with ``reason``) those no
-    longer contested, except those a reviewer reopened (only a resolution closes them); per
-    pair that changed or stays open, its reference."""
+                       reason: str = "answers", now: datetime | None = None
+                       ) -> dict[tuple[int, int], DisagreementRef]:
+    """Open a disagreement for each newly contested pair, close (with ``reason``, at ``now``:
+    the change's time) those no longer contested, except those a reviewer reopened (only a
+    resolution closes them); per pair that changed or stays open, its reference."""
     held: set[int] = set()
     open_rows: dict[tuple[int, int], int] = {}
     for k, a, b, reopened in session.execute(
@@ -359,7 +361,7 @@ def sync_disagreements(session: Session, project_id: int, result: Consensus,
         if reopened is not None:
             held.add(k)
     states: dict[tuple[int, int], DisagreementRef] = {}
-    now = utcnow()
+    now = now or utcnow()
     closing = [k for pair, k in open_rows.items()
                if pair not in result.contested and k not in held]
     if closing:
