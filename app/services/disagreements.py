@@ -10,13 +10,14 @@ it closed (``closed_reason``).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, cast
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.errors import DisagreementNotFound
 from app.schemas import (
+    ClosedReason,
     DisagreementAnswer,
     DisagreementItem,
     DisagreementPage,
@@ -82,7 +83,8 @@ def _item(state: ProjectState, row: Disagreement, answers: list[DisagreementAnsw
         id=row.id, a=name[row.a_id], b=name[row.b_id],
         state="open" if row.closed_at is None else "closed",
         opened_at=row.opened_at, closed_at=row.closed_at,
-        closed_reason=row.closed_reason if row.closed_at is not None else None,
+        closed_reason=cast(ClosedReason | None,
+                           row.closed_reason if row.closed_at is not None else None),
         reopened_at=row.reopened_at, resolutions=resolutions,
         consensus=None if status.value is None else label_value(status.value),
         positive=[ans for ans in answers if ans.label == "positive"],
