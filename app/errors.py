@@ -31,6 +31,7 @@ __all__ = [
     "BudgetExceeded",
     "BulkContradiction",
     "DisagreementNotFound",
+    "ReviewConflict",
     "InternalError",
     "MethodNotAllowed",
     "NotFound",
@@ -208,6 +209,13 @@ class BudgetExceeded(ServiceError):
 class ConcurrentChange(ServiceError):
     slug, status, title = "conflict", 409, "Concurrent change"
     description = "Another request changed the same data at the same time; retry."
+
+
+class ReviewConflict(ServiceError):
+    slug, status, title = "review-conflict", 409, "Review step not possible"
+    description = ("The disagreement cannot be undone or reopened as asked: it has no live "
+                   "resolution to undo, another disagreement is open on its pair, or the "
+                   "project is not in `consensus`.")
 
 
 class ProjectNotFound(ServiceError):

@@ -376,6 +376,15 @@ class DisagreementRef(BaseModel):
                     "\"open\": it stays open.")
 
 
+class DisagreementPairRef(BaseModel):
+    id: int
+    a: str
+    b: str
+    state: Literal["opened", "closed", "open"] = Field(
+        description="\"opened\": this answer opened it; \"closed\": this answer closed it; "
+                    "\"open\": it stays open.")
+
+
 class LabelCreated(BaseModel):
     id: int = Field(description="The asserted label this answer created or agrees with "
                                 "(0: none; in consensus, a disputed pair may have none).")
@@ -402,6 +411,12 @@ class LabelCreated(BaseModel):
     disagreement: DisagreementRef | None = Field(
         default=None, description="consensus: the disagreement this answer opened, joined or "
         "settled.")
+    disagreements: list[DisagreementPairRef] = Field(
+        default_factory=list, description="consensus: every disagreement this answer opened or "
+        "closed on its pair or the reverse pair, and one that stays open there.")
+    closed_others: int = Field(
+        default=0, description="consensus: how many disagreements on other pairs the refit "
+        "after this answer closed.")
     check_failed: bool = Field(
         default=False, description="This answer said negative to a pair decided positive "
         "through other concepts: show the annotator the question's definition again.")
@@ -754,6 +769,20 @@ class DisagreementAnswer(BaseModel):
     retracted_at: datetime | None = None
 
 
+ClosedReason = Literal["answers", "reviewer", "retraction", "policy", "merge"]
+
+
+class ResolutionItem(BaseModel):
+    """One resolution of a disagreement: the reviewer's answer."""
+
+    answer_id: int = Field(description="The reviewer's answer (GET answers).")
+    annotator: str | None = Field(description="Who resolved it.")
+    label: LabelValue = Field(description="The value the reviewer gave.")
+    resolved_at: datetime
+    undone_at: datetime | None = Field(
+        description="When it was undone (its answer retracted); null: it stands.")
+
+
 class DisagreementItem(BaseModel):
     id: int
     a: str
@@ -761,6 +790,17 @@ class DisagreementItem(BaseModel):
     state: Literal["open", "closed"]
     opened_at: datetime
     closed_at: datetime | None
+    closed_reason: ClosedReason | None = Field(
+        default=None, description="Why it closed: later answers settled it (`answers`), a "
+        "reviewer's resolution, its own or one whose refit settled it (`reviewer`), a "
+        "retraction (`retraction`), a switch of policy (`policy`), a merge of concepts "
+        "(`merge`); null while open.")
+    reopened_at: datetime | None = Field(
+        default=None, description="When a reviewer reopened it; while open after that, only "
+        "a resolution (or a switch of policy) closes it.")
+    resolutions: list[ResolutionItem] = Field(
+        default_factory=list, description="Every resolution, oldest first, undone ones "
+        "included.")
     consensus: LabelValue | None = Field(
         description="The pair's value in the consensus closure now (null: undecided).")
     positive: list[DisagreementAnswer] = Field(description="The live answers saying positive.")
@@ -771,6 +811,18 @@ class DisagreementItem(BaseModel):
 
 class DisagreementPage(BaseModel):
     items: list[DisagreementItem]
+
+
+class DisagreementReviewed(DisagreementItem):
+    """A disagreement after a reviewer's resolution, undo or reopening."""
+
+    closed_others: int = Field(
+        default=0, description="How many other disagreements the refit closed.")
+    opened_others: int = Field(
+        default=0, description="How many disagreements on other pairs the refit opened.")
+
+
+__all__ += ["ClosedReason", "DisagreementPairRef", "DisagreementReviewed", "ResolutionItem"]
 
 
 class Resolution(_Request):

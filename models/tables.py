@@ -36,8 +36,10 @@ __all__ = [
     "Concept",
     "ConceptLink",
     "ConceptText",
+    "CLOSED_REASONS",
     "CheckQuestion",
     "Disagreement",
+    "DisagreementResolution",
     "IdempotencyRecord",
     "ImportStage",
     "Job",
@@ -444,9 +446,13 @@ class Disagreement(Base):
     """A pair in dispute in a ``consensus`` project: answered both ways and not settled, or
     answered against what stronger labels imply.
 
-    Opened when the consensus first finds the pair contested, closed (``closed_at``) when later
-    answers settle it or a reviewer resolves it (``resolution_id``: the reviewer's answer). At
-    most one disagreement per pair is open at a time; a closed one keeps its id.
+    Opened when the consensus first finds the pair contested, closed (``closed_at``,
+    ``closed_reason``: one of :data:`CLOSED_REASONS`) when later answers settle it, a reviewer
+    resolves it (``resolution_id``: the reviewer's answer of the latest live resolution; every
+    resolution is a :class:`DisagreementResolution`), a retraction settles it or the project
+    switches policy. ``reopened_at``: a reviewer reopened it, and it stays open until a
+    reviewer resolves it again (or the policy switches), whatever the answers. At most one
+    disagreement per pair is open at a time; a closed one keeps its id.
     """
 
     __tablename__ = "disagreements"
@@ -467,6 +473,32 @@ class Disagreement(Base):
     opened_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
     closed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     resolution_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    closed_reason: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    reopened_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+CLOSED_REASONS = ("answers", "reviewer", "retraction", "policy", "merge")
+"""Why a disagreement closed: later answers settled it, a reviewer's resolution (its own or
+one whose refit settled it), a retraction (an answer or a resolution undone), a switch of
+policy, a merge of concepts."""
+
+
+class DisagreementResolution(Base):
+    """One resolution of a disagreement: the reviewer's answer that resolved it (undone when
+    that answer is retracted). Every resolution is kept, in order."""
+
+    __tablename__ = "disagreement_resolutions"
+    __table_args__ = (
+        Index("ix_disagreement_resolutions_disagreement_id", "disagreement_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    disagreement_id: Mapped[int] = mapped_column(
+        ForeignKey("disagreements.id", ondelete="CASCADE"), nullable=False
+    )
+    answer_id: Mapped[int] = mapped_column(
+        ForeignKey("answers.id", ondelete="CASCADE"), nullable=False
+    )
 
 
 class CheckQuestion(Base):

@@ -4,30 +4,35 @@ A disagreement (:class:`models.Disagreement`) is opened and closed by the consen
 (:func:`app.services.labels.change.sync_disagreements`); a reviewer resolves one with an
 answer of the role ``reviewer`` (:func:`app.services.labels.consensus.resolve_disagreement`),
 which the consensus takes as final for its pair (of two resolutions of one pair, the later
-stands).
+stands). Each item lists every resolution (who, when, what, undone when) and, once closed, why
+it closed (``closed_reason``).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, cast
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.errors import DisagreementNotFound
 from app.schemas import (
+    ClosedReason,
     DisagreementAnswer,
     DisagreementItem,
     DisagreementPage,
+    DisagreementReviewed,
     LabelRef,
+    ResolutionItem,
     label_value,
 )
 from app.services.labels.proofs import proof_chains, proof_refs
 from app.services.state import ProjectState
 from app.services.unit import ProjectView
 from models import Answer, Disagreement
+from models.tables import DisagreementResolution
 
-__all__ = ["disagreement_item", "find_disagreement", "list_disagreements"]
+__all__ = ["disagreement_item", "find_disagreement", "list_disagreements", "reviewed_item"]
 
 
 def _answers(session: Session, state: ProjectState,
@@ -52,8 +57,25 @@ def _answers(session: Session, state: ProjectState,
     return out
 
 
-def _item(state: ProjectState, row: Disagreement,
-          answers: list[DisagreementAnswer]) -> DisagreementItem:
+def _resolutions(session: Session, ids: list[int]) -> dict[int, list[ResolutionItem]]:
+    """Every resolution of the disagreements ``ids``, per disagreement, oldest first."""
+    out: dict[int, list[ResolutionItem]] = {k: [] for k in ids}
+    if not ids:
+        return out
+    for k, answer_id, annotator, positive, created, retracted in session.execute(
+            select(DisagreementResolution.disagreement_id, Answer.id, Answer.annotator,
+                   Answer.positive, Answer.created_at, Answer.retracted_at)
+            .join(Answer, Answer.id == DisagreementResolution.answer_id)
+            .where(DisagreementResolution.disagreement_id.in_(ids))
+            .order_by(DisagreementResolution.id)):
+        out[k].append(ResolutionItem(answer_id=answer_id, annotator=annotator,
+                                     label=label_value(positive), resolved_at=created,
+                                     undone_at=retracted))
+    return out
+
+
+def _item(state: ProjectState, row: Disagreement, answers: list[DisagreementAnswer],
+          resolutions: list[ResolutionItem]) -> DisagreementItem:
     status = state.closure.status(row.a_id, row.b_id)
     proof = state.closure.proof(row.a_id, row.b_id) if status.value is not None else None
     name = state.name_of
@@ -61,6 +83,9 @@ def _item(state: ProjectState, row: Disagreement,
         id=row.id, a=name[row.a_id], b=name[row.b_id],
         state="open" if row.closed_at is None else "closed",
         opened_at=row.opened_at, closed_at=row.closed_at,
+        closed_reason=cast(ClosedReason | None,
+                           row.closed_reason if row.closed_at is not None else None),
+        reopened_at=row.reopened_at, resolutions=resolutions,
         consensus=None if status.value is None else label_value(status.value),
         positive=[ans for ans in answers if ans.label == "positive"],
         negative=[ans for ans in answers if ans.label == "negative"],
@@ -80,12 +105,14 @@ def list_disagreements(view: ProjectView,
         query = query.where(Disagreement.closed_at.is_not(None))
     rows = list(view.session.scalars(query.order_by(Disagreement.id)))
     answers = _answers(view.session, state, {(r.a_id, r.b_id) for r in rows})
-    return DisagreementPage(items=[_item(state, r, answers[(r.a_id, r.b_id)]) for r in rows])
+    resolved = _resolutions(view.session, [r.id for r in rows])
+    return DisagreementPage(items=[_item(state, r, answers[(r.a_id, r.b_id)], resolved[r.id])
+                                   for r in rows])
 
 
 def find_disagreement(session: Session, project_id: int, disagreement_id: int) -> Disagreement:
     """The project's disagreement ``disagreement_id``; 404 when there is none."""
-    row = session.get(Disagreement, disagreement_id)
+    row = session.get(Disagreement, disagreement_id, populate_existing=True)
     if row is None or row.project_id != project_id:
         raise DisagreementNotFound(disagreement_id)
     return row
@@ -95,4 +122,14 @@ def disagreement_item(view: ProjectView, disagreement_id: int) -> DisagreementIt
     """One disagreement of the project, with both sides' live answers and the proof."""
     row = find_disagreement(view.session, view.state.project_id, disagreement_id)
     pair = (row.a_id, row.b_id)
-    return _item(view.state, row, _answers(view.session, view.state, {pair})[pair])
+    return _item(view.state, row, _answers(view.session, view.state, {pair})[pair],
+                 _resolutions(view.session, [row.id])[row.id])
+
+
+def reviewed_item(view: ProjectView, disagreement_id: int, closed_others: int = 0,
+                  opened_others: int = 0) -> DisagreementReviewed:
+    """One disagreement after a reviewer's step, with how many others its refit closed and
+    opened."""
+    item = disagreement_item(view, disagreement_id)
+    return DisagreementReviewed(**item.model_dump(), closed_others=closed_others,
+                                opened_others=opened_others)

@@ -25,7 +25,8 @@ from app.schemas import DEFAULT_QUESTION, label_value
 from app.services.labels.listing import Filters, iter_labels, snapshot
 from app.services.labels.policy import DEFAULT_POLICY
 from app.services.state import decode_features
-from models import Answer, AssertedLabel, Concept, ConceptLink, ConceptText, PoolPair
+from models import Answer, AssertedLabel, Concept, ConceptLink, ConceptText, Disagreement, PoolPair
+from models.tables import DisagreementResolution
 
 __all__ = [
     "FORMATS",
@@ -160,6 +161,32 @@ def _answer_lines(session: Session, pid: int,
                     label_seq=seq.get(row[10]) if row[10] is not None else None)
 
 
+def _disagreement_lines(session: Session, pid: int) -> Iterator[str]:
+    """Every disagreement, oldest first, with its close and its resolutions, each named by
+    its place among the file's answers (``_answer_lines`` writes them in id order)."""
+    links = session.execute(
+        select(DisagreementResolution.disagreement_id, DisagreementResolution.answer_id)
+        .join(Disagreement, Disagreement.id == DisagreementResolution.disagreement_id)
+        .where(Disagreement.project_id == pid).order_by(DisagreementResolution.id)).all()
+    place = {answer_id: k for k, answer_id in enumerate(session.scalars(
+        select(Answer.id).where(Answer.project_id == pid).order_by(Answer.id)), 1)} \
+        if links else {}
+    resolved: dict[int, list[int]] = {}
+    for k, answer_id in links:
+        resolved.setdefault(k, []).append(place[answer_id])
+    a, b = aliased(Concept), aliased(Concept)
+    for row in session.execute(
+            select(Disagreement.id, a.name, b.name, Disagreement.opened_at,
+                   Disagreement.closed_at, Disagreement.closed_reason, Disagreement.reopened_at)
+            .join(a, a.id == Disagreement.a_id).join(b, b.id == Disagreement.b_id)
+            .where(Disagreement.project_id == pid).order_by(Disagreement.id)):
+        yield _line("disagreement", a=row[1], b=row[2], opened_at=row[3].isoformat(),
+                    closed_at=None if row[4] is None else row[4].isoformat(),
+                    closed_reason=None if row[4] is None else row[5],
+                    reopened_at=None if row[6] is None else row[6].isoformat(),
+                    resolutions=resolved.get(row[0]))
+
+
 def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
     """The whole project as JSON Lines records that ``POST .../import`` reads back.
 
@@ -169,8 +196,9 @@ def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
     it was made, so that replaying the file rebuilds the same live labels, closure and
     ``caused_by``: each label carries its write (``batch``: the writes that asserted labels
     numbered from 1, so that the file does not depend on the project's version), and an
-    import applies the labels of one write together, as that write did. Last, every
-    answer (the evidence), which an import restores as it was.
+    import applies the labels of one write together, as that write did. Then every
+    answer (the evidence), which an import restores as it was; last, every disagreement
+    (its close and why, its resolutions).
     """
     pid = project["id"]
     computed = bool(project.get("features_computed"))
@@ -208,14 +236,16 @@ def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
         .where(AssertedLabel.project_id == pid)).all()
     batch = {version: n for n, version in enumerate(sorted({row[5] for row in labels}), 1)}
     for label_id, a_name, b_name, positive, annotator, version, retracted in labels:
-        events.append((version, 0, label_id, _line(
+        events.append((version, 1, label_id, _line(
             "label", a=a_name, b=b_name, label=label_value(positive),
             annotator=annotator, batch=batch[version])))
         if retracted is not None:
-            events.append((retracted, 1, label_id, _line("retract", a=a_name, b=b_name)))
+            # a write that replaces labels (a consensus's refit) retracts, then asserts
+            events.append((retracted, 0, label_id, _line("retract", a=a_name, b=b_name)))
     for *_, line in sorted(events):
         yield line
     yield from _answer_lines(session, pid, [(row[0], row[1], row[2]) for row in labels])
+    yield from _disagreement_lines(session, pid)
 
 
 # ---------------------------------------------------------------------------- the registry

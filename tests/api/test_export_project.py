@@ -155,7 +155,11 @@ def test_answers_policy_and_question_come_back_identical(
     assert records[0].get("policy", "strict") == policy
     answers = [r for r in records if r["kind"] == "answer"]
     assert len(answers) == len(_evidence(client, pid)) == 9
-    assert records[-len(answers):] == answers  # the evidence comes last
+    disagreements = [r for r in records if r["kind"] == "disagreement"]
+    # the evidence comes last, then what was in dispute
+    assert records[len(records) - len(answers) - len(disagreements):] == \
+        answers + disagreements
+    assert (disagreements != []) is (policy == "consensus")
 
     target = new_project(other_client)
     imported = other_client.post(f"/projects/{target}/import", content=exported.encode(),
@@ -229,3 +233,77 @@ def test_bad_answer_records_are_refused_with_their_lines(client: TestClient) -> 
     items = client.get(f"/projects/{pid}/answers").json()["items"]
     assert [(i["outcome"], i["source"], i["created_at"][:19]) for i in items] == [
         ("refused", "import", "2026-01-02T03:04:05")]
+
+
+def _reviewed_project(client: TestClient) -> int:
+    """Disagreements closed by answers, a retraction and a reviewer; resolutions undone and
+    standing; one reopened by the reviewer."""
+    pid = new_project(client, ["a", "b", "c", "d", "e"], policy="consensus")
+    for a, b in (("a", "b"), ("c", "d"), ("a", "e")):
+        label(client, pid, a, b, annotator="ann")
+        label(client, pid, a, b, "negative", annotator="bob")
+    items = client.get(f"/projects/{pid}/disagreements").json()["items"]
+    ids = {(i["a"], i["b"]): i["id"] for i in items}
+    base = f"/projects/{pid}/disagreements"
+    client.post(f"{base}/{ids[('a', 'b')]}/resolve", json={"label": "negative",
+                                                           "annotator": "rev"})
+    client.post(f"{base}/{ids[('a', 'b')]}/resolve", json={"label": "positive"})
+    assert client.post(f"{base}/{ids[('a', 'b')]}/undo").status_code == 200
+    client.post(f"{base}/{ids[('c', 'd')]}/resolve", json={"label": "positive"})
+    assert client.post(f"{base}/{ids[('c', 'd')]}/reopen").status_code == 200
+    [bob] = [i["id"] for i in client.get(f"/projects/{pid}/answers").json()["items"]
+             if (i["a"], i["b"], i["annotator"]) == ("a", "e", "bob")]
+    assert client.delete(f"/projects/{pid}/answers/{bob}").status_code == 200
+    return pid
+
+
+@pytest.mark.parametrize("policy", ["consensus", "strict"])
+def test_resolutions_and_close_reasons_come_back_identical(
+        client: TestClient, other_client: TestClient, policy: str) -> None:
+    pid = _reviewed_project(client)
+    if policy == "strict":
+        assert client.patch(f"/projects/{pid}", json={"policy": "strict"}).status_code == 200
+    exported = client.get(f"/projects/{pid}/export", params={"format": "project"}).text
+    records = [json.loads(line) for line in exported.splitlines()]
+    disputes = [r for r in records if r["kind"] == "disagreement"]
+    assert any(len(r.get("resolutions", [])) == 2 for r in disputes)
+    assert any("reopened_at" in r for r in disputes) is (policy == "consensus")
+    assert {r.get("closed_reason") for r in disputes} >= (
+        {"reviewer", None} if policy == "consensus" else {"policy"})
+    target = new_project(other_client)
+    imported = other_client.post(f"/projects/{target}/import", content=exported.encode(),
+                                 headers={"Content-Type": "application/jsonl"})
+    assert imported.status_code == 200, imported.text
+    assert imported.json()["disagreements_created"] == len(disputes)
+    again = other_client.get(f"/projects/{target}/export", params={"format": "project"}).text
+    assert again == exported
+    listing = {k: [{**i, "id": 0} for i in c.get(f"/projects/{p}/disagreements", params={
+        "state": "all"}).json()["items"]] for k, c, p in (("src", client, pid),
+                                                          ("dst", other_client, target))}
+    for item in listing["src"] + listing["dst"]:  # answer ids differ between the databases
+        item["resolutions"] = [{**r, "answer_id": 0} for r in item["resolutions"]]
+        for side in ("positive", "negative"):
+            item[side] = [{**x, "id": 0} for x in item[side]]
+        item["proof"] = [{**x, "id": 0} for x in item["proof"]]
+    assert listing["dst"] == listing["src"]
+
+
+def test_bad_disagreement_records_are_refused_with_their_lines(client: TestClient) -> None:
+    pid = new_project(client, ["x", "y"])
+    review = {"kind": "answer", "a": "x", "b": "y", "label": "positive", "outcome": "asserted",
+              "role": "reviewer", "created_at": "2026-01-02T03:04:05+00:00"}
+    good = {"kind": "disagreement", "a": "x", "b": "y", "opened_at": "2026-01-02T03:00:00Z"}
+    body = "\n".join(json.dumps(r) for r in [
+        {**review, "role": "annotator"},
+        review,
+        {**good, "resolutions": [1]},  # not a reviewer's answer
+        {**good, "resolutions": [3]},  # no such answer before it
+        {**good, "closed_at": "2026-01-02T04:00:00Z"},  # no reason
+        {**good, "closed_reason": "whim", "closed_at": "2026-01-02T04:00:00Z"},
+        {**good, "a": "nope"},
+        {**good, "resolutions": [2], "closed_reason": "reviewer",
+         "closed_at": "2026-01-02T04:00:00Z"}])
+    response = client.post(f"/projects/{pid}/import", content=body.encode(),
+                           headers={"Content-Type": "application/jsonl"})
+    assert response.status_code == 422, response.text
+    assert sorted(e["line"] for e in response.json()["errors"]) == [3, 4, 5, 6, 7]

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 
 from app.schemas import (
     AnswerOutcome,
+    ClosedReason,
     ConceptIn,
     Description,
     LabelIn,
@@ -32,6 +33,7 @@ from app.schemas import Source as AnswerSource
 
 __all__ = [
     "AnswerRecord",
+    "DisagreementRecord",
     "ImportSummary",
     "Item",
     "Kind",
@@ -108,6 +110,25 @@ class AnswerRecord(_Record):
         return self.label == "positive"
 
 
+class DisagreementRecord(_Record):
+    """The ``disagreement`` record: a disagreement as kept (a project export writes them
+    after the answers, oldest first).
+
+    ``resolutions`` are the reviewer's answers that resolved it, oldest first, each named by
+    its place among the file's ``answer`` records (from 1); ``closed_reason`` is given with
+    ``closed_at`` and only then.
+    """
+
+    a: Name
+    b: Name
+    opened_at: Timestamp
+    closed_at: Timestamp | None = None
+    closed_reason: ClosedReason | None = None
+    reopened_at: Timestamp | None = None
+    resolutions: list[Annotated[int, Field(ge=1, le=2**31 - 1)]] = Field(
+        default_factory=list, max_length=10_000)
+
+
 class TextRecord(_Record):
     """The ``text`` record: a concept's text (``""`` removes it)."""
 
@@ -115,12 +136,14 @@ class TextRecord(_Record):
     text: TextValue
 
 
-Kind = Literal["project", "concept", "pair", "label", "retract", "text", "link", "answer"]
+Kind = Literal["project", "concept", "pair", "label", "retract", "text", "link", "answer",
+               "disagreement"]
 Item = (ProjectSettings | ConceptIn | PairIn | LabelIn | PairRef | TextRecord | LinkIn
-        | AnswerRecord)
+        | AnswerRecord | DisagreementRecord)
 _MODELS: dict[str, type[BaseModel]] = {
     "project": ProjectSettings, "concept": ConceptIn, "pair": PairIn, "label": LabelRecord,
     "retract": PairRef, "text": TextRecord, "link": LinkIn, "answer": AnswerRecord,
+    "disagreement": DisagreementRecord,
 }
 
 
@@ -151,6 +174,7 @@ class ImportSummary(BaseModel):
     texts_set: int = 0
     links_created: int = 0
     answers_created: int = 0
+    disagreements_created: int = 0
     records: int = 0
 
 

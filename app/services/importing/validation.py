@@ -19,6 +19,7 @@ from app.schemas import ConceptIn, LabelIn, LinkIn, PairIn, label_value
 from app.services.corpus import FEATURE_LENGTH
 from app.services.importing.records import (
     AnswerRecord,
+    DisagreementRecord,
     Kind,
     PairRef,
     ProjectSettings,
@@ -133,6 +134,7 @@ class Validator:
         self.answers = 0
         self.label_records: dict[tuple[str, str], int] = {}  # label records per pair
         self.label_refs: list[tuple[int, str, str, int]] = []  # answers' (line, a, b, seq)
+        self.reviews: dict[int, tuple[str, str]] = {}  # the reviewer answers' places, pairs
 
     def fail(self, line: int, reason: str) -> None:
         self.count += 1
@@ -283,7 +285,8 @@ def _check_link(checker: Validator, record: Record) -> str | None:
     return missing or ("a link needs two concepts" if item.source == item.target else None)
 
 
-def _pair_named(checker: Validator, item: PairIn | LabelIn | PairRef | AnswerRecord
+def _pair_named(checker: Validator,
+                item: PairIn | LabelIn | PairRef | AnswerRecord | DisagreementRecord
                 ) -> str | None:
     """What is wrong with the pair a record names (unknown names, a self pair), if anything."""
     problem = pair_problem(checker, item.a, item.b, "pair")
@@ -314,15 +317,33 @@ def _check_answer(checker: Validator, record: Record) -> str | None:
     if (problem := _pair_named(checker, item)) is not None:
         return problem
     checker.answers += 1
+    if item.role == "reviewer":
+        checker.reviews[checker.answers] = (item.a, item.b)
     if item.label_seq is not None:
         checker.label_refs.append((record.line, item.a, item.b, item.label_seq))
+    return None
+
+
+def _check_disagreement(checker: Validator, record: Record) -> str | None:
+    """A disagreement's pair, its close (a reason with a time, only then) and resolutions
+    (reviewer answers on its pair, earlier in the file)."""
+    item = record.item
+    assert isinstance(item, DisagreementRecord)
+    if (problem := _pair_named(checker, item)) is not None:
+        return problem
+    if (item.closed_at is None) != (item.closed_reason is None):
+        return "closed_at and closed_reason come together"
+    for place in item.resolutions:
+        if checker.reviews.get(place) != (item.a, item.b):
+            return (f"resolution {place}: not a reviewer's answer on this pair among the "
+                    f"{checker.answers} answer record(s) before it")
     return None
 
 
 _CHECKS: dict[Kind, Callable[[Validator, Record], str | None]] = {
     "project": _check_project, "concept": _check_concept, "pair": _check_pair,
     "label": _check_label, "retract": _check_retract, "text": _check_text,
-    "link": _check_link, "answer": _check_answer,
+    "link": _check_link, "answer": _check_answer, "disagreement": _check_disagreement,
 }
 """The check of each kind of record (a label's closure is checked with its run)."""
 

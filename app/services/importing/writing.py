@@ -11,7 +11,8 @@ written: the labels are replayed under the project's policy as it was (``strict`
 project), so that a project export's labels come back as they were, whatever its policy. A
 file with ``answer`` records (a project export) brings its answers back as they were: they
 replace the answers its labels would have given (one per label, source ``import``), each
-linked to the label it stood behind.
+linked to the label it stood behind; its ``disagreement`` records come back after them, as they
+were (times, close reasons, resolutions), before the policy's consensus runs.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from app.services.concepts import add_concepts
 from app.services.corpus import FEATURE_LENGTH, change_corpus, set_texts
 from app.services.importing.records import (
     AnswerRecord,
+    DisagreementRecord,
     ImportSummary,
     Kind,
     LabelRecord,
@@ -42,7 +44,8 @@ from app.services.labels.policy import POLICIES, LabelPolicy
 from app.services.pairs import add_pairs
 from app.services.staging import LabelStage, StagedLine, StagePolicy
 from app.services.unit import ProjectWork
-from models import Answer, AssertedLabel, Project
+from models import Answer, AssertedLabel, Disagreement, Project
+from models.tables import DisagreementResolution
 
 __all__ = ["BATCH", "Progress", "import_source"]
 
@@ -61,6 +64,7 @@ class _Later:
     marks: tuple[int, int]  # the project's newest answer id and label id before the file
     settings: dict[str, Any] = default(default_factory=dict)
     answers: list[AnswerRecord] = default(default_factory=list)
+    disagreements: list[DisagreementRecord] = default(default_factory=list)
 
     @classmethod
     def at(cls, work: ProjectWork) -> _Later:
@@ -98,6 +102,28 @@ def _answer_rows(work: ProjectWork, later: _Later) -> list[dict[str, Any]]:
     return rows
 
 
+def _store_disagreements(work: ProjectWork, later: _Later) -> None:
+    """The file's disagreements as they were, each resolution linked to the reviewer's
+    answer it names (the file's answers are stored already, in file order)."""
+    state, session = work.state, work.session
+    answer_ids = list(session.scalars(select(Answer.id).where(
+        Answer.project_id == state.project_id, Answer.id > later.marks[0]).order_by(Answer.id)))
+    live = {k: item.retracted_at is None for k, item in enumerate(later.answers, 1)}
+    for item in later.disagreements:
+        standing = [k for k in item.resolutions if live[k]]
+        row = Disagreement(project_id=state.project_id, a_id=state.id_of[item.a],
+                           b_id=state.id_of[item.b], opened_at=item.opened_at,
+                           closed_at=item.closed_at, closed_reason=item.closed_reason,
+                           reopened_at=item.reopened_at,
+                           resolution_id=answer_ids[standing[-1] - 1] if standing else None)
+        session.add(row)
+        session.flush()
+        session.add_all([DisagreementResolution(disagreement_id=row.id,
+                                                answer_id=answer_ids[k - 1])
+                         for k in item.resolutions])
+    session.flush()
+
+
 # ------------------------------------------------- the file's policy (read in these two only)
 def _stored_as_set(name: str, value: Any) -> bool:
     """Whether a setting of the ``project`` record is stored as it is: a policy that draws
@@ -117,7 +143,7 @@ def _adopted(work: ProjectWork, later: _Later) -> LabelPolicy | None:
 
 def _finish(work: ProjectWork, later: _Later, summary: ImportSummary) -> None:
     """Write what waited for every other record (:class:`_Later`)."""
-    if not (later.answers or later.settings):
+    if not (later.answers or later.settings or later.disagreements):
         return
 
     def store(work: ProjectWork, project: Project, plan: None) -> None:
@@ -126,6 +152,9 @@ def _finish(work: ProjectWork, later: _Later, summary: ImportSummary) -> None:
                                                       Answer.id > later.marks[0]))
             work.session.execute(insert(Answer), _answer_rows(work, later))
             summary.answers_created += len(later.answers)
+        if later.disagreements:
+            _store_disagreements(work, later)
+            summary.disagreements_created += len(later.disagreements)
         for name, value in later.settings.items():
             if _stored_as_set(name, value):
                 setattr(project, name, value)
@@ -166,6 +195,11 @@ def _write_settings(work: ProjectWork, items: list[Any], summary: ImportSummary,
 def _keep_answers(work: ProjectWork, items: list[Any], summary: ImportSummary,
                   later: _Later) -> None:
     later.answers += items
+
+
+def _keep_disagreements(work: ProjectWork, items: list[Any], summary: ImportSummary,
+                        later: _Later) -> None:
+    later.disagreements += items
 
 
 def _write_concepts(work: ProjectWork, items: list[Any], summary: ImportSummary,
@@ -215,9 +249,10 @@ def _write_retractions(work: ProjectWork, items: list[Any], summary: ImportSumma
 _WRITERS: dict[Kind, Callable[[ProjectWork, list[Any], ImportSummary, _Later], None]] = {
     "project": _write_settings, "concept": _write_concepts, "pair": _write_pairs,
     "label": _write_labels, "retract": _write_retractions, "text": _write_texts,
-    "link": _write_links, "answer": _keep_answers,
+    "link": _write_links, "answer": _keep_answers, "disagreement": _keep_disagreements,
 }
-"""How a batch of each kind is written (``project`` and ``answer`` partly at the end)."""
+"""How a batch of each kind is written (``project``, ``answer`` and ``disagreement`` partly at
+the end)."""
 
 
 def _batch(item: Any) -> int | None:

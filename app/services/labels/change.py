@@ -10,7 +10,8 @@ changes that bring the asserted labels to it; :func:`store_change` writes the ch
 plan in the write transaction: the answers, the labels (labels whose value left the consensus
 retracted, new ones asserted, the stored closure replayed from the first label that changed,
 as a retraction does: :func:`app.services.labels.store.prepare_rewrite`), every answer's
-outcome and the open disagreements. Every stored change moves the project's version, so a
+outcome and the open disagreements (each closed one with its reason: :meth:`TeamChange.reason`).
+Every stored change moves the project's version, so a
 planner in another process that read the answers before it plans again. The consensus fitted
 becomes the state's last fit once the transaction commits
 (:meth:`app.services.unit.ProjectWork.stage_team`).
@@ -26,13 +27,14 @@ from typing import Any, cast
 from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.orm import Session
 
-from app.schemas import DisagreementRef
+from app.schemas import DisagreementPairRef, DisagreementRef
 from app.services.annotators import stamp_retracted
 from app.services.labels.store import insert_labels, prepare_rewrite, release, rewrite
 from app.services.state import LiveLabel, ProjectState
 from app.services.team import LiveAnswer, live_answers, live_of, votes
 from app.services.unit import ProjectWork
 from models import Answer, AssertedLabel, CheckQuestion, Disagreement, Project, utcnow
+from models.tables import DisagreementResolution
 from reasoning.closure import Closure, Label, Update
 from reasoning.consensus import Consensus, Vote, consensus
 
@@ -42,6 +44,7 @@ __all__ = [
     "Recomputed",
     "TeamChange",
     "answer_check",
+    "latest_resolution",
     "plan_change",
     "run_change",
     "store_change",
@@ -83,6 +86,15 @@ class TeamChange:
     resolves: int | None = None
     exclude: frozenset[str] = frozenset()
     pair: tuple[int, int] | None = None
+
+    def reason(self) -> str:
+        """Why the disagreements this change's refit closes closed
+        (:data:`models.tables.CLOSED_REASONS`)."""
+        if self.resolves is not None:
+            return "reviewer"
+        if self.retract and not self.add:
+            return "retraction"
+        return "answers"
 
     def votes(self) -> list[Vote]:
         """The answers added, as the consensus takes them (after every stored answer)."""
@@ -139,7 +151,8 @@ def _plan(state: ProjectState, rows: list[LiveAnswer], extra: Sequence[Vote]) ->
 @dataclass(frozen=True)
 class Applied:
     """A stored full-path event: the plan, the answers it added, the closure before, the
-    pair's disagreement and the new labels' ids."""
+    pair's disagreement, the new labels' ids and every disagreement the refit opened, closed
+    or kept open (``changed``)."""
 
     plan: Recomputed
     answers: list[LiveAnswer]
@@ -147,6 +160,20 @@ class Applied:
     disagreement: DisagreementRef | None
     label_ids: dict[tuple[int, int], int]
     stored_at: datetime
+    changed: dict[tuple[int, int], DisagreementRef] = field(default_factory=dict)
+
+    def beside(self, pair: tuple[int, int]) -> tuple[int, int]:
+        """How many disagreements on other pairs than ``pair`` (either direction) the refit
+        closed and opened."""
+        both = {pair, (pair[1], pair[0])}
+        states = [ref.state for key, ref in self.changed.items() if key not in both]
+        return states.count("closed"), states.count("opened")
+
+    def on_pair(self, pair: tuple[int, int], name: dict[int, str]) -> list[DisagreementPairRef]:
+        """The disagreements of ``pair`` and of its reverse that the refit opened, closed or
+        kept open."""
+        return [DisagreementPairRef(id=ref.id, a=name[key[0]], b=name[key[1]], state=ref.state)
+                for key in (pair, (pair[1], pair[0])) if (ref := self.changed.get(key))]
 
 
 def run_change(work: ProjectWork, change: TeamChange) -> Applied:
@@ -166,14 +193,16 @@ def store_change(work: ProjectWork, project: Project, change: TeamChange,
     if change.policy is not None:
         project.policy = change.policy
     if change.resolves is not None:
-        _resolved(session, change.resolves, added[-1].id)
+        _resolved(session, change.resolves, added[-1].id, now)
+    if change.retract:
+        _undone(session, project.id, change.retract)
     project.version += 1  # every stored change: a planner that read the answers before replans
     ids = _apply(work, project, plan)
     sync_outcomes(session, plan.result, plan.rows + added, state)
-    states = sync_disagreements(session, project.id, plan.result)
+    states = sync_disagreements(session, project.id, plan.result, change.reason(), now)
     work.stage_team(replace(state.team, fit=plan.result))
     ref = states.get(change.pair) if change.pair is not None else None
-    return Applied(plan, added, before, ref, ids, now)
+    return Applied(plan, added, before, ref, ids, now, states)
 
 
 def _store_answers(work: ProjectWork, project: Project,
@@ -201,14 +230,48 @@ def answer_check(session: Session, check: int | None, answer_id: int) -> None:
                         .values(answer_id=answer_id))
 
 
-def _resolved(session: Session, disagreement_id: int, answer_id: int) -> None:
-    """Close the disagreement a reviewer's answer resolves (if still open) and link it."""
+def _resolved(session: Session, disagreement_id: int, answer_id: int, now: datetime) -> None:
+    """Close the disagreement a reviewer's answer resolves (if still open: reason
+    ``reviewer``), keep the resolution and make it the latest."""
     session.execute(update(Disagreement).where(
         Disagreement.id == disagreement_id, Disagreement.closed_at.is_(None))
-        .values(closed_at=utcnow()).execution_options(synchronize_session=False))
+        .values(closed_at=now, closed_reason="reviewer")
+        .execution_options(synchronize_session=False))
     session.execute(update(Disagreement).where(Disagreement.id == disagreement_id)
-                    .values(resolution_id=answer_id)
+                    .values(resolution_id=answer_id, reopened_at=None)
                     .execution_options(synchronize_session=False))
+    session.add(DisagreementResolution(disagreement_id=disagreement_id, answer_id=answer_id))
+
+
+def latest_resolution(session: Session, disagreement_id: int) -> int | None:
+    """The reviewer's answer of the disagreement's latest live resolution (None: none)."""
+    return session.scalar(
+        select(DisagreementResolution.answer_id)
+        .join(Answer, Answer.id == DisagreementResolution.answer_id)
+        .where(DisagreementResolution.disagreement_id == disagreement_id,
+               Answer.retracted_at.is_(None))
+        .order_by(DisagreementResolution.id.desc()).limit(1))
+
+
+def _undone(session: Session, project_id: int, retracted: frozenset[int]) -> None:
+    """Resolutions undone by the retraction of their answers (stamped already): each
+    disagreement whose latest resolution went names its previous live one; one that a
+    resolution had closed and that none stands for any more opens again, unless another is
+    open on its pair, for the refit to decide (it closes again, reason ``retraction``, when
+    the pair is no longer contested)."""
+    rows = session.execute(select(Disagreement.id, Disagreement.a_id, Disagreement.b_id,
+                                  Disagreement.closed_reason).where(
+        Disagreement.project_id == project_id,
+        Disagreement.resolution_id.in_(sorted(retracted)))).all()
+    for k, a, b, reason in rows:
+        values: dict[str, Any] = {"resolution_id": latest_resolution(session, k)}
+        busy = session.scalar(select(Disagreement.id).where(
+            Disagreement.project_id == project_id, Disagreement.a_id == a,
+            Disagreement.b_id == b, Disagreement.closed_at.is_(None)).limit(1))
+        if reason == "reviewer" and busy is None and values["resolution_id"] is None:
+            values.update(closed_at=None, closed_reason=None)
+        session.execute(update(Disagreement).where(Disagreement.id == k).values(**values)
+                        .execution_options(synchronize_session=False))
 
 
 def _apply(work: ProjectWork, project: Project, plan: Recomputed) -> dict[tuple[int, int], int]:
@@ -282,19 +345,29 @@ def sync_outcomes(session: Session, result: Consensus, rows: Sequence[LiveAnswer
             outcome=bindparam("v_outcome"), label_id=bindparam("v_label")), changes)
 
 
-def sync_disagreements(session: Session, project_id: int,
-                       result: Consensus) -> dict[tuple[int, int], DisagreementRef]:
-    """Open a disagreement for each newly contested pair, close those no longer contested
-    (settled by answers); per pair that changed or stays open, its reference."""
-    open_rows = {(a, b): k for k, a, b in session.execute(
-        select(Disagreement.id, Disagreement.a_id, Disagreement.b_id).where(
-            Disagreement.project_id == project_id, Disagreement.closed_at.is_(None)))}
+def sync_disagreements(session: Session, project_id: int, result: Consensus,
+                       reason: str = "answers", now: datetime | None = None
+                       ) -> dict[tuple[int, int], DisagreementRef]:
+    """Open a disagreement for each newly contested pair, close (with ``reason``, at ``now``:
+    the change's time) those no longer contested, except those a reviewer reopened (only a
+    resolution closes them); per pair that changed or stays open, its reference."""
+    held: set[int] = set()
+    open_rows: dict[tuple[int, int], int] = {}
+    for k, a, b, reopened in session.execute(
+            select(Disagreement.id, Disagreement.a_id, Disagreement.b_id,
+                   Disagreement.reopened_at).where(
+                Disagreement.project_id == project_id, Disagreement.closed_at.is_(None))):
+        open_rows[(a, b)] = k
+        if reopened is not None:
+            held.add(k)
     states: dict[tuple[int, int], DisagreementRef] = {}
-    now = utcnow()
-    closing = [k for pair, k in open_rows.items() if pair not in result.contested]
+    now = now or utcnow()
+    closing = [k for pair, k in open_rows.items()
+               if pair not in result.contested and k not in held]
     if closing:
         session.execute(update(Disagreement).where(Disagreement.id.in_(closing))
-                        .values(closed_at=now).execution_options(synchronize_session=False))
+                        .values(closed_at=now, closed_reason=reason)
+                        .execution_options(synchronize_session=False))
     for pair, k in open_rows.items():
         states[pair] = DisagreementRef(id=k, state="closed" if k in closing else "open")
     for pair in cast(dict[tuple[int, int], Any], result.contested):

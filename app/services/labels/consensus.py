@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from app.errors import DisagreementNotFound, LabelNotFound
+from app.errors import DisagreementNotFound, LabelNotFound, ReviewConflict
 from app.schemas import (
     AnswerRetracted,
     BulkLabels,
@@ -41,6 +41,7 @@ from app.services.labels.change import (
     Recomputed,
     TeamChange,
     answer_check,
+    latest_resolution,
     plan_change,
     run_change,
     store_change,
@@ -61,10 +62,11 @@ from app.services.labels.store import release
 from app.services.state import LiveLabel
 from app.services.team import LiveAnswer, pair_answers
 from app.services.unit import ProjectWork
-from models import AssertedLabel, CheckQuestion, Disagreement, Project
+from models import AssertedLabel, CheckQuestion, Disagreement, Project, utcnow
 from reasoning.closure import ContradictionError
 
-__all__ = ["CONSENSUS", "ConsensusPolicy", "resolve_disagreement"]
+__all__ = ["CONSENSUS", "ConsensusPolicy", "reopen_disagreement", "resolve_disagreement",
+           "undo_resolution"]
 
 
 def served_check(session: Session, project_id: int, annotator: str | None, a_id: int,
@@ -163,10 +165,13 @@ def _store_answer(work: ProjectWork, project: Project, body: LabelIn,
 def _full_created(work: ProjectWork, body: LabelIn, applied: Applied) -> LabelCreated:
     """The answer to an answer that took the full path."""
     state, answer = work.state, applied.answers[0]
-    live = state.labels.get((answer.a_id, answer.b_id))
-    return label_created(state, body, live, annotator=body.annotator, answer_id=answer.id,
-                         diff=_diff(work, applied), disagreement=applied.disagreement,
-                         check_failed=answer.check and not body.positive)
+    pair = (answer.a_id, answer.b_id)
+    live = state.labels.get(pair)
+    created = label_created(state, body, live, annotator=body.annotator, answer_id=answer.id,
+                            diff=_diff(work, applied), disagreement=applied.disagreement,
+                            check_failed=answer.check and not body.positive)
+    return created.model_copy(update={"disagreements": applied.on_pair(pair, state.name_of),
+                                      "closed_others": applied.beside(pair)[0]})
 
 
 def _diff(work: ProjectWork, applied: Applied) -> ClosureDiff:
@@ -233,17 +238,73 @@ def _retract_answer(work: ProjectWork, answer_id: int) -> AnswerRetracted:
 
 
 # ---------------------------------------------------------------------------- review
-def resolve_disagreement(work: ProjectWork, disagreement_id: int, body: Resolution) -> None:
-    """Resolve a disagreement with the reviewer's value: a reviewer's answer (final for its
-    pair), the consensus computed again, the disagreement closed."""
-    found = work.session.get(Disagreement, disagreement_id)
+def _found(work: ProjectWork, disagreement_id: int) -> Disagreement:
+    """The project's disagreement ``disagreement_id``, read as stored now; 404 if none."""
+    found = work.session.get(Disagreement, disagreement_id, populate_existing=True)
     if found is None or found.project_id != work.state.project_id:
         raise DisagreementNotFound(disagreement_id)
+    return found
+
+
+def _in_consensus(work: ProjectWork, what: str) -> None:
+    """409 unless the project is in ``consensus`` (nothing reviews disagreements otherwise)."""
+    if work.project.policy != CONSENSUS.name:
+        raise ReviewConflict(f"{what} needs the consensus policy; the project is "
+                             f"{work.project.policy!r}")
+
+
+def resolve_disagreement(work: ProjectWork, disagreement_id: int,
+                         body: Resolution) -> Applied:
+    """Resolve a disagreement with the reviewer's value: a reviewer's answer (final for its
+    pair), the consensus computed again, the disagreement closed (reason ``reviewer``, and
+    so is every other one the refit closes)."""
+    found = _found(work, disagreement_id)
     pair = (found.a_id, found.b_id)
     work.end_read()
     reviewer = NewAnswer(*pair, body.label == "positive", body.annotator, "review",
                          role="reviewer")
-    run_change(work, TeamChange(add=(reviewer,), resolves=disagreement_id, pair=pair))
+    return run_change(work, TeamChange(add=(reviewer,), resolves=disagreement_id, pair=pair))
+
+
+def undo_resolution(work: ProjectWork, disagreement_id: int) -> Applied:
+    """Undo the disagreement's latest live resolution: its reviewer's answer retracted, the
+    consensus computed again. The disagreement opens again if that resolution had closed it,
+    and the refit decides: it stays open while the pair is contested, else it closes again
+    (reason ``retraction``). 409 when no resolution of it stands."""
+    found = _found(work, disagreement_id)
+    _in_consensus(work, "undoing a resolution")
+    answer_id = latest_resolution(work.session, disagreement_id)
+    if answer_id is None:
+        raise ReviewConflict(f"disagreement {disagreement_id} has no live resolution to undo")
+    pair = (found.a_id, found.b_id)
+    work.end_read()
+    return run_change(work, TeamChange(retract=frozenset([answer_id]), pair=pair))
+
+
+def reopen_disagreement(work: ProjectWork, disagreement_id: int) -> None:
+    """Open a closed disagreement again for review, whatever the answers say: it stays open
+    (listed, asked by ``next``) until a reviewer resolves it or the policy switches; the
+    labels do not change. An open one is left as it is; 409 when another disagreement is
+    open on its pair."""
+    found = _found(work, disagreement_id)
+    _in_consensus(work, "reopening a disagreement")
+    if found.closed_at is None:
+        return
+    pair = (found.a_id, found.b_id)
+    work.end_read()
+
+    def store(work: ProjectWork, project: Project, plan: None) -> None:
+        other = work.session.scalar(select(Disagreement.id).where(
+            Disagreement.project_id == project.id, Disagreement.a_id == pair[0],
+            Disagreement.b_id == pair[1], Disagreement.closed_at.is_(None)).limit(1))
+        if other is not None:
+            raise ReviewConflict(f"disagreement {other} is open on the same pair; review it")
+        work.session.execute(update(Disagreement).where(Disagreement.id == disagreement_id)
+                             .values(closed_at=None, closed_reason=None, reopened_at=utcnow())
+                             .execution_options(synchronize_session=False))
+        project.version += 1
+
+    work.write(lambda work: None, store)
 
 
 # ---------------------------------------------------------------------------- the policy

@@ -441,7 +441,7 @@ def _close_disagreements(work: ProjectWork, project: Project, plan: None) -> Non
     project.version += 1
     work.session.execute(update(Disagreement).where(
         Disagreement.project_id == project.id, Disagreement.closed_at.is_(None))
-        .values(closed_at=utcnow()))
+        .values(closed_at=utcnow(), closed_reason="policy", reopened_at=None))
 
 
 class StrictPolicy:
