@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from app.errors import ServiceError
 from app.schemas import ProjectCreate
+from app.security import ANYONE
 from app.services.importing import (
     ImportSummary,
     InputLimits,
@@ -133,7 +134,7 @@ def import_local(settings: Settings, project: str, source: Source
                     bar.update(done)
 
                 try:
-                    summary = import_source(work, source, progress=progress,
+                    summary = import_source(work, source, caller=ANYONE, progress=progress,
                                             policy=StagePolicy.of(settings))
                 except ServiceError as exc:
                     raise ImportFailed(_describe(exc)) from exc

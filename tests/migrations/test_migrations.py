@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TABLES = {"projects", "concepts", "pool_pairs", "asserted_labels", "closure_effects",
           "suggestions", "reservations", "idempotency_records", "answers",
           "concept_texts", "concept_links", "import_stages", "staged_labels", "staged_effects",
-          "staged_concepts", "jobs", "disagreements", "check_questions"}
+          "staged_concepts", "jobs", "disagreements", "check_questions", "annotator_keys"}
 
 
 @pytest.fixture
