@@ -185,15 +185,7 @@ def import_data(
     Against --url, a service that answers with a job (a large file, or --async) is followed
     with a progress bar until the job ends; its summary or its problem is printed as usual.
     """
-    import json
-
-    from app.importer import (
-        ImportFailed,
-        import_local,
-        import_remote,
-        local_source,
-        project_fields,
-    )
+    from app.importer import ImportFailed, import_local, import_remote, local_source, project_fields
     from app.services.importing import InputLimits
     from app.settings import get_settings
 
@@ -215,6 +207,13 @@ def import_data(
     except ImportFailed as exc:
         typer.echo(f"sporal import: {exc}", err=True)
         raise typer.Exit(1) from None
+    _announce(pid, key, summary)
+
+
+def _announce(pid: int, key: str | None, summary: dict[str, object]) -> None:
+    """Print an import's summary (stdout, JSON) and a new project's key (on both streams)."""
+    import json
+
     if key is not None:
         typer.echo(f"created project {pid}; its api_key (shown once, also as \"api_key\" in "
                    f"the JSON on stdout): {key}\nKeep it: clients send it as the X-API-Key "
