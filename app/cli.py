@@ -172,35 +172,48 @@ def import_data(
         "--async", help="--url: ask the service to import by a job (Prefer: respond-async), "
         "followed until it ends; a file over its SPORAL_IMPORT_ASYNC_BYTES is one anyway."
     )] = False,
+    policy: Annotated[str | None, typer.Option(
+        help="The project's label policy, strict or consensus (docs/teams.md), set before "
+        "the file is read: a new project is created with it, an existing one switched.")]
+    = None,
+    question: Annotated[str | None, typer.Option(
+        help="The question annotators are asked, with {a} and {b}; set like --policy.")]
+    = None,
 ) -> None:
     """Import concepts, the pool and labels from a file or an AL-CPL domain (validated first).
 
     Against --url, a service that answers with a job (a large file, or --async) is followed
     with a progress bar until the job ends; its summary or its problem is printed as usual.
     """
-    import json
-
-    from app.importer import ImportFailed, import_local, import_remote, local_source
+    from app.importer import ImportFailed, import_local, import_remote, local_source, project_fields
     from app.services.importing import InputLimits
     from app.settings import get_settings
 
     try:
         if respond_async and url is None:
             raise ImportFailed("--async asks a service to import by a job: it needs --url")
+        fields = project_fields(policy, question)
         if url is not None:
             pid, key, summary = import_remote(url, api_key, project, al_cpl=al_cpl,
                                               domain=domain, with_labels=with_labels,
                                               file=file, fmt=format,
-                                              respond_async=respond_async)
+                                              respond_async=respond_async, fields=fields)
         else:
             source = local_source(al_cpl=al_cpl, domain=domain, with_labels=with_labels,
                                   file=file, fmt=format,
                                   limits=InputLimits.of(get_settings()))
-            pid, key, result = import_local(get_settings(), project, source)
+            pid, key, result = import_local(get_settings(), project, source, fields)
             summary = result.model_dump()
     except ImportFailed as exc:
         typer.echo(f"sporal import: {exc}", err=True)
         raise typer.Exit(1) from None
+    _announce(pid, key, summary)
+
+
+def _announce(pid: int, key: str | None, summary: dict[str, object]) -> None:
+    """Print an import's summary (stdout, JSON) and a new project's key (on both streams)."""
+    import json
+
     if key is not None:
         typer.echo(f"created project {pid}; its api_key (shown once, also as \"api_key\" in "
                    f"the JSON on stdout): {key}\nKeep it: clients send it as the X-API-Key "

@@ -15,14 +15,15 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 from tqdm import tqdm
 
 from app.errors import ServiceError
-from app.schemas import ProjectCreate
+from app.schemas import ProjectCreate, ProjectUpdate
+from app.security import ANYONE
 from app.services.importing import (
     ImportSummary,
     InputLimits,
@@ -35,6 +36,9 @@ from app.services.importing import (
 )
 from app.settings import Settings
 from models import Project
+
+if TYPE_CHECKING:
+    from app.runtime import Runtime
 
 __all__ = ["ImportFailed", "import_local", "import_remote", "file_format"]
 
@@ -95,24 +99,42 @@ def _describe(error: ServiceError) -> str:
 
 
 # ---------------------------------------------------------------------------- in-process
-def _project_named(session: Session, name: str, settings: Settings) -> tuple[int, str | None]:
-    """The id of the one project named ``name``, created (with its new key) when none is."""
-    from app.services.projects import create_project
+def project_fields(policy: str | None, question: str | None) -> dict[str, str]:
+    """The project's ``policy`` and ``question`` that ``--policy`` and ``--question`` give
+    (validated as a project's: :class:`ImportFailed` otherwise)."""
+    from pydantic import ValidationError
+
+    try:
+        changes = ProjectUpdate.model_validate({"policy": policy, "question": question})
+    except ValidationError as exc:
+        raise ImportFailed("; ".join(f"--{e['loc'][0]}: {e['msg']}" for e in exc.errors())
+                           ) from None
+    return changes.model_dump(exclude_none=True, include={"policy", "question"})
+
+
+def _project_named(session: Session, name: str, settings: Settings, runtime: Runtime,
+                   fields: dict[str, str]) -> tuple[int, str | None]:
+    """The id of the one project named ``name``, created (with its new key) when none is;
+    with ``fields`` (its policy, its question) set either way, before the file is read."""
+    from app.services.projects import create_project, update_project
 
     ids = list(session.scalars(select(Project.id).where(Project.name == name)))
     session.rollback()
     if len(ids) > 1:
         raise ImportFailed(f"{len(ids)} projects are named {name!r}; rename one first")
     if ids:
+        if fields:
+            update_project(session, ids[0], ProjectUpdate.model_validate(fields), runtime)
         return ids[0], None
-    project, key = create_project(session, ProjectCreate(name=name),
+    project, key = create_project(session, ProjectCreate.model_validate({"name": name, **fields}),
                                   settings.default_prediction_model)
     return project.id, key
 
 
-def import_local(settings: Settings, project: str, source: Source
-                 ) -> tuple[int, str | None, ImportSummary]:
-    """Import ``source`` into the project named ``project`` of the configured database.
+def import_local(settings: Settings, project: str, source: Source,
+                 fields: dict[str, str] | None = None) -> tuple[int, str | None, ImportSummary]:
+    """Import ``source`` into the project named ``project`` of the configured database,
+    the project created or updated first with ``fields`` (:func:`project_fields`).
 
     Returns the project id, its new key (when it was created here, else None) and the summary.
     """
@@ -125,7 +147,7 @@ def import_local(settings: Settings, project: str, source: Source
     runtime = Runtime.start(settings)
     try:
         with runtime.database.sessions() as session:
-            pid, key = _project_named(session, project, settings)
+            pid, key = _project_named(session, project, settings, runtime, fields or {})
             with runtime.open(ProjectWork, pid, session) as work, \
                     tqdm(unit="records", desc="writing", disable=None) as bar:
                 def progress(done: int, total: int) -> None:
@@ -133,7 +155,7 @@ def import_local(settings: Settings, project: str, source: Source
                     bar.update(done)
 
                 try:
-                    summary = import_source(work, source, progress=progress,
+                    summary = import_source(work, source, caller=ANYONE, progress=progress,
                                             policy=StagePolicy.of(settings))
                 except ServiceError as exc:
                     raise ImportFailed(_describe(exc)) from exc
@@ -183,9 +205,11 @@ def _body(*, al_cpl: Path | None, domain: str | None, with_labels: bool,
 
 def import_remote(url: str, api_key: str | None, project: str, *, al_cpl: Path | None,
                   domain: str | None, with_labels: bool, file: Path | None,
-                  fmt: str | None, respond_async: bool = False
+                  fmt: str | None, respond_async: bool = False,
+                  fields: dict[str, str] | None = None
                   ) -> tuple[int, str | None, dict[str, Any]]:
-    """Stream the import to a running service at ``url``; the same answer as in-process.
+    """Stream the import to a running service at ``url``; the same answer as in-process
+    (the project created or updated first with ``fields``).
 
     ``respond_async`` sends ``Prefer: respond-async``; a 202 (asked, or a file over the
     service's threshold) is followed until its job ends.
@@ -213,8 +237,10 @@ def import_remote(url: str, api_key: str | None, project: str, *, al_cpl: Path |
             raise ImportFailed(f"{len(ids)} projects are named {project!r}; rename one first")
         if ids:
             pid = ids[0]
+            if fields:
+                _ok(client.patch(f"/projects/{pid}", json=fields))
         else:
-            created = _ok(client.post("/projects", json={"name": project}))
+            created = _ok(client.post("/projects", json={"name": project, **(fields or {})}))
             pid, key = created["id"], created["api_key"]
             if not api_key:
                 client.headers["X-API-Key"] = key

@@ -33,6 +33,7 @@ from app.routes import (
     labels,
     meta,
     pairs,
+    people,
     projects,
     queries,
 )
@@ -125,7 +126,7 @@ def _tune_collector() -> None:
 
 def _include_routers(app: FastAPI) -> None:
     for module in (meta, projects, concepts, pairs, corpus, labels, queries, export,
-                   importing, jobs, answers, agreement, disagreements):
+                   importing, jobs, answers, agreement, disagreements, people):
         for name in ("admin_router", "router"):
             router = getattr(module, name, None)
             if router is not None:

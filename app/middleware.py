@@ -41,8 +41,10 @@ class KeyCheck:
     """Find the caller of a request under ``/projects`` from its key, and refuse it unread
     when the key cannot open the path.
 
-    ``/projects`` itself needs the admin key; ``/projects/{id}/...`` needs that project's key
-    or the admin key. The refusal is a 401 or 403 problem. The caller
+    ``/projects`` itself needs the admin key; ``/projects/{id}/...`` needs a key of that
+    project (its key, its reviewer key or one of its annotator keys) or the admin key; which
+    role may use which route is the routes' dependencies' to say. The refusal is a 401 or
+    403 problem. The caller
     (:class:`app.security.Caller`) is kept on ``request.state.caller``, where the routes'
     dependencies (:func:`app.security.require_admin`, :func:`app.security.require_project_key`)
     read it: the key is looked up once per request, here. When the service runs open every

@@ -838,3 +838,37 @@ class AnswerRetracted(BaseModel):
     label: LabelValue
     retracted_at: datetime
     undecided: int = Field(description="How many pairs became undecided or changed value.")
+
+
+# ---------------------------------------------------------------------------- people and roles
+class AnnotatorKeyCreate(_Request):
+    annotator: Name = Field(description="The person's name: every answer by this name is "
+                            "theirs, earlier ones included.")
+
+
+class AnnotatorKeyItem(_Response):
+    annotator: str
+    created_at: datetime
+
+
+class AnnotatorKeyCreated(AnnotatorKeyItem):
+    api_key: str = Field(description="The annotator's key, shown once (stored hashed); the "
+                         "name's earlier key stops working now.")
+
+
+class AnnotatorKeyPage(BaseModel):
+    items: list[AnnotatorKeyItem] = Field(description="Every annotator with a live key, "
+                                          "by name.")
+
+
+class WhoAmI(BaseModel):
+    role: Literal["admin", "project", "reviewer", "annotator"] = Field(description=(
+        "What the key is: the admin key (anyone when keys are off), the project's key, its "
+        "reviewer key or an annotator key."))
+    annotator: str | None = Field(description="The annotator an annotator key speaks for "
+                                              "(null for the other keys).")
+    open: bool = Field(description="The service runs open (no keys asked anywhere).")
+
+
+__all__ += ["AnnotatorKeyCreate", "AnnotatorKeyCreated", "AnnotatorKeyItem",
+            "AnnotatorKeyPage", "WhoAmI"]

@@ -30,6 +30,7 @@ from models.base import Base, UTCDateTime, utcnow
 __all__ = [
     "NAME_LENGTH",
     "POLICIES",
+    "AnnotatorKey",
     "Answer",
     "AssertedLabel",
     "ClosureEffect",
@@ -524,3 +525,27 @@ class CheckQuestion(Base):
     annotator: Mapped[str | None] = mapped_column(String(NAME_LENGTH), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
     answer_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class AnnotatorKey(Base):
+    """A person's key to one project: whoever holds it answers as ``annotator``, and owns
+    every answer by that name (earlier ones included).
+
+    Only the key's SHA-256 is stored. A new key for the same name retires the one before
+    (``retired_at``); revoking retires it too. A retired key opens nothing.
+    """
+
+    __tablename__ = "annotator_keys"
+    __table_args__ = (
+        Index("uq_annotator_keys_key_hash", "key_hash", unique=True),
+        Index("ix_annotator_keys_project_id_annotator", "project_id", "annotator"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
+    )
+    annotator: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
+    key_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    retired_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

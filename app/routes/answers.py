@@ -6,24 +6,26 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.errors import ValidationFailed
+from app.errors import Forbidden, ValidationFailed
 from app.routes.common import Limit, ReadProject, StrictJSONRoute, problem_responses
 from app.schemas import AnswerPage, Name
-from app.security import ProjectKeyDep
+from app.security import CallerDep, MemberDep
 from app.services.answers import list_answers
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/projects/{project_id}/answers", tags=["answers"],
-                   dependencies=[ProjectKeyDep], route_class=StrictJSONRoute,
+                   dependencies=[MemberDep], route_class=StrictJSONRoute,
                    responses=problem_responses(401, 403, 404, 422, 503))
 
 
 @router.get("", response_model=AnswerPage)
 def answers(
     view: ReadProject,
-    annotator: Annotated[Name | None, Query(description="Only this annotator's answers.")]
-    = None,
+    caller: CallerDep,
+    annotator: Annotated[Name | None, Query(description=(
+        "Only this annotator's answers. With an annotator key: that key's annotator, "
+        "whether named or not (another name is 403)."))] = None,
     anonymous: Annotated[bool, Query(description=(
         "Only the answers posted without an annotator (not with `annotator`)."))] = False,
     a: Annotated[Name | None, Query(description="Only answers whose first concept is this.")]
@@ -38,8 +40,12 @@ def answers(
 
     Each label posted (single, bulk, imported, a reviewer's resolution) is one answer, whatever
     became of it (`outcome`). The labels listing shows what is decided; this shows the evidence.
-    Page with `next_cursor` → `cursor`.
+    Page with `next_cursor` → `cursor`. An annotator key reads its own answers only.
     """
+    if caller.role == "annotator":
+        annotator = caller.speaks_for(annotator)
+        if anonymous:
+            raise Forbidden("an annotator key reads its own answers only")
     if anonymous and annotator is not None:
         raise ValidationFailed("`anonymous=true` lists the answers without an annotator; "
                                "it cannot be combined with `annotator`",

@@ -27,19 +27,18 @@ from app.schemas import (
     ConceptsMerged,
     Name,
 )
-from app.security import ProjectKeyDep
+from app.security import MemberDep, ProjectKeyDep
 from app.services import concepts as service
 from app.services import corpus, corrections
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/projects/{project_id}/concepts", tags=["concepts"],
-                   dependencies=[ProjectKeyDep],
                    responses=problem_responses(401, 403, 404, 422, 503),
                    route_class=StrictJSONRoute)
 
 
-@router.post("", status_code=201, response_model=ConceptsCreated,
+@router.post("", dependencies=[ProjectKeyDep], status_code=201, response_model=ConceptsCreated,
              responses={**problem_responses(409, 413), **change_responses()})
 def add_concepts(body: ConceptsCreate, changes: HeavyTextChange,
                  work: WriteProject) -> ConceptsCreated | JSONResponse:
@@ -68,14 +67,14 @@ def add_concepts(body: ConceptsCreate, changes: HeavyTextChange,
     return changes.apply(work, store)
 
 
-@router.get("", response_model=ConceptPage)
+@router.get("", dependencies=[MemberDep], response_model=ConceptPage)
 def list_concepts(view: ReadProject, limit: Limit = 100, offset: Offset = 0) -> ConceptPage:
     """The concepts in registration order."""
     concepts, total = service.list_concepts(view.session, view.project.id, limit, offset)
     return ConceptPage(items=[ConceptRead.model_validate(c) for c in concepts], total=total)
 
 
-@router.post("/rename", response_model=ConceptRead,
+@router.post("/rename", dependencies=[ProjectKeyDep], response_model=ConceptRead,
              responses={**problem_responses(409, 413), **change_responses()})
 def rename_concept(body: ConceptRename, changes: HeavyChange,
                    work: WriteProject) -> ConceptRead | JSONResponse:
@@ -94,7 +93,9 @@ def rename_concept(body: ConceptRename, changes: HeavyChange,
     return changes.apply(work, store)
 
 
-@router.post("/merge", response_model=ConceptsMerged, responses=problem_responses(409, 413))
+@router.post("/merge",
+             dependencies=[ProjectKeyDep],
+             response_model=ConceptsMerged, responses=problem_responses(409, 413))
 def merge_concepts(body: ConceptsMerge, work: WriteProject) -> ConceptsMerged:
     """Merge concept `merge` into `keep` (two names of one concept).
 
@@ -106,7 +107,9 @@ def merge_concepts(body: ConceptsMerge, work: WriteProject) -> ConceptsMerged:
     return corrections.merge_concepts(work, body.keep, body.merge)
 
 
-@router.delete("", response_model=ConceptDeleted, responses=problem_responses(409))
+@router.delete("",
+               dependencies=[ProjectKeyDep],
+               response_model=ConceptDeleted, responses=problem_responses(409))
 def delete_concept(work: WriteProject,
                    name: Annotated[Name, Query(description="The concept's name.")]
                    ) -> ConceptDeleted:

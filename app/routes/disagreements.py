@@ -20,7 +20,7 @@ from app.schemas import (
     DisagreementReviewed,
     Resolution,
 )
-from app.security import MAX_ID, ProjectKeyDep, ReviewerDep
+from app.security import MAX_ID, CallerDep, MemberDep, ProjectKeyDep, ReviewerDep
 from app.services import disagreements as service
 from app.services.labels import retract_answer as retract
 from app.services.labels.change import Applied
@@ -107,10 +107,12 @@ def reopen(disagreement_id: DisagreementId, work: WriteProject) -> DisagreementR
 
 
 @router.delete("/answers/{answer_id}", response_model=AnswerRetracted,
-               dependencies=[ProjectKeyDep], responses=problem_responses(409))
+               dependencies=[MemberDep], responses=problem_responses(409))
 def retract_answer(answer_id: Annotated[int, Path(ge=1, le=MAX_ID)],
-                   work: WriteProject) -> AnswerRetracted:
+                   work: WriteProject, caller: CallerDep) -> AnswerRetracted:
     """Retract one answer. `strict`: its label goes when no other live answer stands behind
     it. `consensus`: the consensus is computed again without it, and the labels follow.
-    (In `consensus`, `DELETE /labels/{id}` retracts every answer behind that label.)"""
-    return retract(work, answer_id)
+    (In `consensus`, `DELETE /labels/{id}` retracts every answer behind that label.)
+    An annotator key retracts its own answers only; a reviewer's answer needs the reviewer
+    key or the admin key (403 otherwise)."""
+    return retract(work, answer_id, caller)

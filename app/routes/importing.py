@@ -28,7 +28,7 @@ from app.errors import ValidationFailed
 from app.routes.common import StrictJSONRoute, get_runtime, problem_responses
 from app.routes.jobs import accepted, asks_async
 from app.schemas import JobAccepted
-from app.security import ProjectIdPath, ProjectKeyDep
+from app.security import ProjectIdPath, ProjectKeyDep, caller_of
 from app.services.importing import ImportSummary
 from app.services.importing.spooling import (
     SpoolBudget,
@@ -105,7 +105,7 @@ async def import_file(project_id: ProjectIdPath, request: Request, format: Forma
             return await run_in_threadpool(_submit, request, project_id, spooled, fmt, asked)
         runtime = get_runtime(request)
         return await run_in_threadpool(import_spooled, runtime, runtime.settings, project_id,
-                                       spooled.spool, fmt)
+                                       spooled.spool, fmt, caller_of(request))
     finally:
         if not spooled.handed:
             spooled.release()
@@ -117,7 +117,8 @@ def _submit(request: Request, project_id: int, spooled: Spooled,
     runner: JobRunner = request.app.state.jobs
     runtime = get_runtime(request)
     job = runner.submit(project_id, IMPORT, partial(import_job, runtime, runtime.settings,
-                                                    project_id, spooled, fmt),
+                                                    project_id, spooled, fmt,
+                                                    caller_of(request)),
                         cleanup=spooled.release)
     spooled.handed = True
     return accepted(job, {"received_bytes": spooled.size, "format": fmt}, asked=asked,

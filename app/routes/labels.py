@@ -28,7 +28,7 @@ from app.schemas import (
     LabelRetracted,
     LabelValue,
 )
-from app.security import MAX_ID, ProjectKeyDep
+from app.security import MAX_ID, Caller, CallerDep, MemberDep
 from app.services import labels as service
 from app.services.idempotency import Idempotency, InFlight, StoredResponse, request_hash
 from app.services.labels import Refused, Written
@@ -37,7 +37,7 @@ from app.services.unit import ProjectWork
 __all__ = ["router"]
 
 router = APIRouter(prefix="/projects/{project_id}/labels", tags=["labels"],
-                   dependencies=[ProjectKeyDep],
+                   dependencies=[MemberDep],
                    responses=problem_responses(401, 403, 404, 422, 503),
                    route_class=StrictJSONRoute)
 
@@ -68,6 +68,14 @@ def _response(answer: StoredResponse) -> Response:
     return JSONResponse(answer.body, status_code=answer.status, headers=headers)
 
 
+def _as(caller: Caller, label: LabelIn) -> LabelIn:
+    """``label`` as the caller may post it: an annotator key's own (403 for another name)."""
+    annotator = caller.speaks_for(label.annotator)
+    if annotator == label.annotator:
+        return label
+    return label.model_copy(update={"annotator": annotator})
+
+
 def _once(write: LabelWrite, kind: str, work: ProjectWork, body: Any, request: Request,
           inflight: InFlight, idempotency_key: str | None) -> Response:
     """Run a label write, at most once per ``Idempotency-Key`` when the client sent one.
@@ -92,31 +100,38 @@ def _once(write: LabelWrite, kind: str, work: ProjectWork, body: Any, request: R
                               "nothing newly decided."},
                         **problem_responses(409, 413)})
 def post_label(body: LabelIn, work: WriteProject, request: Request, inflight: InFlightDep,
-               idempotency_key: IdempotencyKey = None) -> Response:
+               caller: CallerDep, idempotency_key: IdempotencyKey = None) -> Response:
     """Assert a label on any two registered concepts; answer what it newly decided.
 
-    A contradiction is 409 with `proof`: the asserted labels that force the opposite.
+    A contradiction is 409 with `proof`: the asserted labels that force the opposite. With an
+    annotator key the answer is that annotator's (`annotator` absent or theirs; another
+    name is 403).
     """
+    body = _as(caller, body)
     return _once(service.post_label, "label", work, body, request, inflight, idempotency_key)
 
 
 @router.post("/bulk", status_code=201, response_model=BulkLabelsCreated,
              responses=problem_responses(409, 413))
 def post_bulk(body: BulkLabels, work: WriteProject, request: Request, inflight: InFlightDep,
-              idempotency_key: IdempotencyKey = None) -> Response:
-    """Import labels in one transaction: all applied, or none with every contradiction listed."""
+              caller: CallerDep, idempotency_key: IdempotencyKey = None) -> Response:
+    """Import labels in one transaction: all applied, or none with every contradiction listed.
+    With an annotator key every label is that annotator's (as for a single label)."""
+    body = BulkLabels.model_construct(labels=[_as(caller, item) for item in body.labels])
     return _once(service.post_bulk, "bulk", work, body, request, inflight, idempotency_key)
 
 
 @router.delete("/{label_id:int}", response_model=LabelRetracted, responses=problem_responses(409))
 def retract_label(label_id: Annotated[int, Path(ge=1, le=MAX_ID)],
-                  work: WriteProject) -> LabelRetracted:
+                  work: WriteProject, caller: CallerDep) -> LabelRetracted:
     """Retract an asserted label; the closure is recomputed from the remaining labels.
 
     In a `consensus` project this retracts every answer behind the label (its pair, its
-    value) and computes the consensus again without them.
+    value) and computes the consensus again without them. It removes the answers it rests
+    on: an annotator key only when they are all its own, and a reviewer's answer only with
+    the reviewer key or the admin key (403 otherwise).
     """
-    return service.retract_label(work, label_id)
+    return service.retract_label(work, label_id, caller)
 
 
 @router.get("", response_model=LabelPage)

@@ -17,7 +17,7 @@ from app.routes.common import (
     problem_responses,
 )
 from app.schemas import Name, PairPage, PairsCreate, PairsCreated, PairStatus
-from app.security import ProjectKeyDep
+from app.security import MemberDep, ProjectKeyDep
 from app.services import pairs as service
 from app.services.corrections import delete_pair
 from app.services.labels import pair_status
@@ -26,14 +26,13 @@ from app.services.queries import prediction_of
 __all__ = ["router"]
 
 router = APIRouter(prefix="/projects/{project_id}/pairs", tags=["pairs"],
-                   dependencies=[ProjectKeyDep],
                    responses=problem_responses(401, 403, 404, 422, 503),
                    route_class=StrictJSONRoute)
 
 ConceptQuery = Annotated[Name, Query(description="A concept's name.")]
 
 
-@router.post("", status_code=201, response_model=PairsCreated,
+@router.post("", dependencies=[ProjectKeyDep], status_code=201, response_model=PairsCreated,
              responses=problem_responses(409, 413))
 def add_pairs(body: PairsCreate, work: WriteProject) -> PairsCreated:
     """Register pool pairs with their features; all or nothing.
@@ -44,13 +43,13 @@ def add_pairs(body: PairsCreate, work: WriteProject) -> PairsCreated:
     return service.add_pairs(work, body.pairs)
 
 
-@router.get("", response_model=PairPage)
+@router.get("", dependencies=[MemberDep], response_model=PairPage)
 def list_pairs(view: ReadProject, limit: Limit = 100, offset: Offset = 0) -> PairPage:
     """The pool in registration order, with each pair's features and status."""
     return service.list_pairs(view, limit, offset)
 
 
-@router.get("/status", response_model=PairStatus)
+@router.get("/status", dependencies=[MemberDep], response_model=PairStatus)
 def get_pair_status(view: ReadProject, a: ConceptQuery, b: ConceptQuery,
                     fresh: Fresh = False) -> PairStatus:
     """Whether `a` is a prerequisite of `b`: the status, its source and its proof.
@@ -68,7 +67,9 @@ def get_pair_status(view: ReadProject, a: ConceptQuery, b: ConceptQuery,
     return status
 
 
-@router.delete("", status_code=204, response_class=Response, responses=problem_responses(409))
+@router.delete("",
+               dependencies=[ProjectKeyDep],
+               status_code=204, response_class=Response, responses=problem_responses(409))
 def delete_pool_pair(work: WriteProject, a: ConceptQuery, b: ConceptQuery) -> Response:
     """Take `(a, b)` out of the pool.
 

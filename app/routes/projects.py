@@ -5,7 +5,6 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from app.db import SessionDep
-from app.errors import Forbidden
 from app.routes.common import (
     Limit,
     Offset,
@@ -26,7 +25,7 @@ from app.schemas import (
     ProjectUpdate,
     ReviewerKeyRead,
 )
-from app.security import AdminDep, ProjectIdPath, ProjectKeyDep, caller_of
+from app.security import AdminDep, KeyMakerDep, MemberDep, ProjectIdPath, ProjectKeyDep
 from app.services import projects as service
 
 __all__ = ["admin_router", "router"]
@@ -35,7 +34,6 @@ admin_router = APIRouter(prefix="/projects", tags=["projects"], dependencies=[Ad
                          responses=problem_responses(401, 403, 422, 503),
                          route_class=StrictJSONRoute)
 router = APIRouter(prefix="/projects/{project_id}", tags=["projects"],
-                   dependencies=[ProjectKeyDep],
                    responses=problem_responses(401, 403, 404, 422, 503),
                    route_class=StrictJSONRoute)
 
@@ -66,13 +64,14 @@ def delete_project(project_id: ProjectIdPath, session: SessionDep,
     return Response(status_code=204)
 
 
-@router.get("", response_model=ProjectDetail)
+@router.get("", response_model=ProjectDetail, dependencies=[MemberDep])
 def get_project(view: ReadProject) -> ProjectDetail:
     """The project with its counts and the Theorem 2 bounds on the questions still needed."""
     return service.project_detail(view.project, view.state)
 
 
-@router.patch("", response_model=ProjectRead, responses=problem_responses(409, 413))
+@router.patch("", response_model=ProjectRead, dependencies=[ProjectKeyDep],
+              responses=problem_responses(409, 413))
 def update_project(project_id: ProjectIdPath, body: ProjectUpdate, session: SessionDep,
                    request: Request) -> ProjectRead:
     """Change the name, description, prediction model, policy or question of a project.
@@ -84,17 +83,15 @@ def update_project(project_id: ProjectIdPath, body: ProjectUpdate, session: Sess
         service.update_project(session, project_id, body, get_runtime(request)))
 
 
-@router.post("/reviewer-key", response_model=ReviewerKeyRead)
-def rotate_reviewer_key(project_id: ProjectIdPath, session: SessionDep,
-                        request: Request) -> ReviewerKeyRead:
+@router.post("/reviewer-key", response_model=ReviewerKeyRead, dependencies=[KeyMakerDep])
+def rotate_reviewer_key(project_id: ProjectIdPath, session: SessionDep) -> ReviewerKeyRead:
     """A new reviewer key for the project (it resolves disagreements); the old one stops
     working at once. Needs the admin key or the project's key."""
-    if caller_of(request).reviewer:
-        raise Forbidden("a reviewer key cannot make reviewer keys; use the project's key")
     return ReviewerKeyRead(reviewer_key=service.rotate_reviewer_key(session, project_id))
 
 
-@router.post("/api-key", response_model=ApiKeyRead)
+@router.post("/api-key", response_model=ApiKeyRead, dependencies=[KeyMakerDep])
 def rotate_api_key(project_id: ProjectIdPath, session: SessionDep) -> ApiKeyRead:
-    """A new key for the project; the old key stops working at once."""
+    """A new key for the project; the old key stops working at once. Needs the admin key or
+    the project's key (a reviewer key makes no keys)."""
     return ApiKeyRead(api_key=service.rotate_key(session, project_id))

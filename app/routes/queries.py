@@ -18,14 +18,13 @@ from app.routes.common import (
     problem_responses,
 )
 from app.schemas import Name, NextQueries, PredictionPage, SuggestionPage
-from app.security import ProjectKeyDep
+from app.security import CallerDep, MemberDep, ProjectKeyDep
 from app.services import queries as service
 from reasoning.strategies import ALL_STRATEGIES, STRATEGIES
 
 __all__ = ["router", "strategy_description"]
 
 router = APIRouter(prefix="/projects/{project_id}", tags=["questions"],
-                   dependencies=[ProjectKeyDep],
                    responses=problem_responses(401, 403, 404, 422, 503),
                    route_class=StrictJSONRoute)
 # (409 on next: a concurrent change kept moving the project; retry)
@@ -42,16 +41,18 @@ def strategy_description() -> str:
             "reads as a space.")
 
 
-@router.get("/next", response_model=NextQueries)
+@router.get("/next", dependencies=[MemberDep], response_model=NextQueries)
 def next_queries(
     work: WriteProject,
     settings: SettingsDep,
+    caller: CallerDep,
     strategy: Annotated[str, Query(max_length=32,
                                    description=strategy_description())] = "default",
     k: Annotated[int, Query(ge=1, le=MAX_BATCH, description="How many questions.")] = 1,
     annotator: Annotated[Name | None, Query(description=(
         "Reserve the returned pairs for this annotator for a lease; other annotators are "
-        "not asked them until a label or the lease's end releases them."))] = None,
+        "not asked them until a label or the lease's end releases them. With an annotator "
+        "key: that key's annotator (another name is 403)."))] = None,
     fresh: Fresh = False,
 ) -> NextQueries:
     """The next questions, best first; only undecided pool pairs are ever suggested.
@@ -60,11 +61,11 @@ def next_queries(
     says how many labels it has not seen yet); `fresh=true` waits for one trained on the
     current labels.
     """
-    return service.next_queries(work, service.parse(strategy), k, annotator, settings.lease_seconds,
-                                fresh=fresh)
+    return service.next_queries(work, service.parse(strategy), k, caller.speaks_for(annotator),
+                                settings.lease_seconds, fresh=fresh)
 
 
-@router.get("/predictions", response_model=PredictionPage)
+@router.get("/predictions", dependencies=[MemberDep], response_model=PredictionPage)
 def predictions(
     view: ReadProject,
     limit: Limit = 100,
@@ -90,7 +91,7 @@ def predictions(
                                consistent=consistent)
 
 
-@router.get("/suggestions", response_model=SuggestionPage)
+@router.get("/suggestions", dependencies=[ProjectKeyDep], response_model=SuggestionPage)
 def suggestions(
     view: ReadProject,
     annotator: Annotated[Name | None, Query(description="Only this annotator's questions.")]

@@ -21,6 +21,7 @@ from sqlalchemy import create_engine, func, select, text
 
 from app.errors import ConcurrentChange
 from app.runtime import Runtime
+from app.security import ANYONE
 from app.services.importing import file_source, import_source
 from app.services.staging import STAGE_BATCH, LabelStage, StagePolicy, sweep
 from app.services.unit import ProjectWork
@@ -76,8 +77,8 @@ def run_import(runtime: Runtime, pid: int, body: bytes,
         yield io.BytesIO(body)
 
     with runtime.open(ProjectWork, pid) as work:
-        return import_source(work, file_source(opened, "jsonl"), progress=progress,
-                             policy=policy)
+        return import_source(work, file_source(opened, "jsonl"), caller=ANYONE,
+                             progress=progress, policy=policy)
 
 
 def counts(client: TestClient, pid: int) -> tuple[int, int]:

@@ -87,3 +87,37 @@ def test_unreadable_lines_are_printed_as_the_route_names_them_never_a_traceback(
     missing = CliRunner().invoke(cli, ["import", "--file", str(tmp_path / "no.jsonl"),
                                        "--project", "p"])
     assert missing.exit_code == 1 and "no such file" in missing.stderr
+
+
+def test_policy_and_question_create_then_switch_the_project(database: str,
+                                                            tmp_path: Path) -> None:
+    lines = [{"kind": "concept", "name": n} for n in ("a", "b", "c")] + [
+        {"kind": "label", "a": "a", "b": "b", "label": "positive", "annotator": "ann"},
+        {"kind": "label", "a": "a", "b": "b", "label": "negative", "annotator": "bob"}]
+    data = tmp_path / "team.jsonl"
+    data.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    code, out, err = run("--file", str(data), "--project", "team", "--policy", "consensus",
+                         "--question", "Does {a} come before {b}?")
+    assert code == 0, err
+    pid = json.loads(out.strip().splitlines()[-1])["project"]
+    with TestClient(create_app(Settings(database_url=database, warm_up=False))) as client:
+        detail = client.get(f"/projects/{pid}").json()
+        # consensus: the contradicting answer is kept as an answer, not refused
+        answers = client.get(f"/projects/{pid}/answers").json()["items"]
+    assert (detail["policy"], detail["question"]) == ("consensus", "Does {a} come before {b}?")
+    assert [a["annotator"] for a in answers] == ["ann", "bob"]
+    more = tmp_path / "more.jsonl"
+    more.write_text(json.dumps({"kind": "concept", "name": "d"}) + "\n")
+    code, out, err = run("--file", str(more), "--project", "team", "--policy", "strict")
+    assert code == 0, err
+    with TestClient(create_app(Settings(database_url=database, warm_up=False))) as client:
+        detail = client.get(f"/projects/{pid}").json()
+    assert (detail["policy"], detail["question"]) == ("strict", "Does {a} come before {b}?")
+
+
+def test_an_unknown_policy_is_refused_before_anything(database: str, tmp_path: Path) -> None:
+    data = tmp_path / "one.jsonl"
+    data.write_text(json.dumps({"kind": "concept", "name": "a"}) + "\n")
+    code, out, err = run("--file", str(data), "--project", "p", "--policy", "loose")
+    assert code == 1 and out == ""
+    assert "--policy" in err

@@ -21,7 +21,7 @@ TABLES = {"projects", "concepts", "pool_pairs", "asserted_labels", "closure_effe
           "suggestions", "reservations", "idempotency_records", "answers",
           "concept_texts", "concept_links", "import_stages", "staged_labels", "staged_effects",
           "staged_concepts", "jobs", "disagreements", "check_questions",
-          "disagreement_resolutions"}
+          "disagreement_resolutions", "annotator_keys"}
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import time
 from typing import IO, Any, Literal
 
 from app.errors import ImportsBusy, PayloadTooLarge
+from app.security import Caller
 from app.services.importing.readers import InputLimits, file_source
 from app.services.importing.records import ImportSummary, Parsed, Source
 from app.services.importing.writing import Progress, import_source
@@ -110,10 +111,10 @@ class _Unclosed:
 
 
 def import_spooled(opener: ProjectOpener, settings: Settings, project_id: int,
-                   spool: IO[bytes], fmt: Literal["jsonl", "csv"],
+                   spool: IO[bytes], fmt: Literal["jsonl", "csv"], caller: Caller,
                    job: JobContext | None = None) -> ImportSummary:
-    """Validate the spooled file, then write it, in the project's unit of work (reporting
-    to ``job``, and stopping when it is cancelled, when a job runs it)."""
+    """Validate the spooled file, then write it as ``caller``, in the project's unit of work
+    (reporting to ``job``, and stopping when it is cancelled, when a job runs it)."""
     def reopen() -> _Unclosed:
         spool.seek(0)
         return _Unclosed(spool)
@@ -122,17 +123,18 @@ def import_spooled(opener: ProjectOpener, settings: Settings, project_id: int,
     source = file_source(reopen, fmt, limits)
     with opener.open(ProjectWork, project_id) as work:
         if job is None:
-            return import_source(work, source, policy=StagePolicy.of(settings))
-        return import_source(work, _job_source(source, spool, job),
+            return import_source(work, source, caller=caller, policy=StagePolicy.of(settings))
+        return import_source(work, _job_source(source, spool, job), caller=caller,
                              progress=_job_progress(work, job),
                              policy=StagePolicy.of(settings))
 
 
 def import_job(opener: ProjectOpener, settings: Settings, project_id: int, spooled: Spooled,
-               fmt: Literal["jsonl", "csv"], job: JobContext) -> dict[str, Any]:
-    """An import's job: the synchronous import of the spooled file; its summary."""
+               fmt: Literal["jsonl", "csv"], caller: Caller, job: JobContext) -> dict[str, Any]:
+    """An import's job: the synchronous import of the spooled file by ``caller``; its
+    summary."""
     job.progress(0.0, "validating")
-    summary = import_spooled(opener, settings, project_id, spooled.spool, fmt, job)
+    summary = import_spooled(opener, settings, project_id, spooled.spool, fmt, caller, job)
     return summary.model_dump(mode="json")
 
 

@@ -25,7 +25,9 @@ from typing import Any
 
 from sqlalchemy import delete, func, insert, select
 
+from app.errors import Forbidden
 from app.schemas import BulkLabels, ConceptIn, LabelIn
+from app.security import Caller
 from app.services.concepts import add_concepts
 from app.services.corpus import FEATURE_LENGTH, change_corpus, set_texts
 from app.services.importing.records import (
@@ -59,20 +61,23 @@ Progress = Callable[[int, int], None]
 @dataclass
 class _Later:
     """What is written once every other record is: the ``policy`` and ``question`` of the
-    ``project`` record, and the file's answers (which replace those its labels gave)."""
+    ``project`` record, and the file's answers (which replace those its labels gave); and
+    who imports (``caller``: whose answers the file's retractions may remove, and whether
+    it may bring a reviewer's answers)."""
 
     marks: tuple[int, int]  # the project's newest answer id and label id before the file
+    caller: Caller
     settings: dict[str, Any] = default(default_factory=dict)
     answers: list[AnswerRecord] = default(default_factory=list)
     disagreements: list[DisagreementRecord] = default(default_factory=list)
 
     @classmethod
-    def at(cls, work: ProjectWork) -> _Later:
+    def at(cls, work: ProjectWork, caller: Caller) -> _Later:
         pid = work.state.project_id
         answer = work.session.scalar(select(func.max(Answer.id)).where(Answer.project_id == pid))
         label = work.session.scalar(select(func.max(AssertedLabel.id))
                                     .where(AssertedLabel.project_id == pid))
-        return cls((int(answer or 0), int(label or 0)))
+        return cls((int(answer or 0), int(label or 0)), caller)
 
 
 def _answer_rows(work: ProjectWork, later: _Later) -> list[dict[str, Any]]:
@@ -194,6 +199,10 @@ def _write_settings(work: ProjectWork, items: list[Any], summary: ImportSummary,
 
 def _keep_answers(work: ProjectWork, items: list[Any], summary: ImportSummary,
                   later: _Later) -> None:
+    if any(item.role == "reviewer" for item in items) and not (
+            later.caller.admin or later.caller.reviewer):
+        raise Forbidden("importing answers with the role \"reviewer\" needs the project's "
+                        "reviewer key or the admin key")
     later.answers += items
 
 
@@ -242,7 +251,7 @@ def _write_retractions(work: ProjectWork, items: list[Any], summary: ImportSumma
     state = work.state
     for item in items:
         live = state.labels[(state.id_of[item.a], state.id_of[item.b])]
-        retract_label(work, live.id)
+        retract_label(work, live.id, later.caller)
         summary.labels_retracted += 1
 
 
@@ -260,10 +269,11 @@ def _batch(item: Any) -> int | None:
 
 
 def _write(work: ProjectWork, records: Iterable[Record], total: int,
-           progress: Progress | None, summary: ImportSummary | None = None) -> ImportSummary:
+           progress: Progress | None, caller: Caller,
+           summary: ImportSummary | None = None) -> ImportSummary:
     """Write ``records`` in file order, through the services, batch by batch."""
     summary = summary or ImportSummary()
-    later = _Later.at(work)
+    later = _Later.at(work, caller)
     kind: Kind | None = None
     batch: list[Any] = []
     for record in records:
@@ -329,13 +339,13 @@ def _stage_labels(stage: LabelStage, source: Source, summary: ImportSummary, tot
 
 
 def _import_staged(work: ProjectWork, source: Source, total: int, progress: Progress | None,
-                   policy: StagePolicy) -> ImportSummary:
+                   policy: StagePolicy, caller: Caller) -> ImportSummary:
     """The labels staged in short writes, then switched in with the rest of the file."""
     summary = ImportSummary()
 
     def write_others(work: ProjectWork) -> None:  # in the switch's write transaction
         others = itertools.takewhile(lambda r: r.kind != "label", _records(source))
-        _write(work, others, total, progress, summary)
+        _write(work, others, total, progress, caller, summary)
 
     stage = LabelStage.open(work, policy)
     try:
@@ -346,9 +356,14 @@ def _import_staged(work: ProjectWork, source: Source, total: int, progress: Prog
     return summary
 
 
-def import_source(work: ProjectWork, source: Source, *, progress: Progress | None = None,
+def import_source(work: ProjectWork, source: Source, *, caller: Caller,
+                  progress: Progress | None = None,
                   policy: StagePolicy | None = None) -> ImportSummary:
     """Validate every record of ``source``, then write them all in file order, atomically.
+
+    ``caller`` imports: a retraction that removes answers it may not remove, or an answer
+    with the role ``reviewer`` from anyone but the reviewer or the admin, is
+    :class:`~app.errors.Forbidden`, and nothing is stored.
 
     Raises :class:`InvalidItems` (every bad line) before anything is written. A file whose
     labels come last (no retraction) and number at least ``policy.min_labels`` has them
@@ -364,6 +379,6 @@ def import_source(work: ProjectWork, source: Source, *, progress: Progress | Non
               and not checker.consensus)  # consensus: every label an answer
     del checker  # its copy of the closure: the writes make their own
     if staged:
-        return _import_staged(work, source, records, progress, policy)
+        return _import_staged(work, source, records, progress, policy, caller)
     with work.atomically():  # all of the file or none of it
-        return _write(work, _records(source), records, progress)
+        return _write(work, _records(source), records, progress, caller)

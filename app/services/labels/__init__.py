@@ -15,6 +15,7 @@ from app.schemas import (
     LabelIn,
     LabelRetracted,
 )
+from app.security import Caller
 from app.services.labels.listing import list_labels
 from app.services.labels.policy import DEFAULT_POLICY, POLICIES, LabelPolicy, policy_of
 from app.services.labels.proofs import pair_status
@@ -37,11 +38,12 @@ def post_bulk(work: ProjectWork, body: BulkLabels,
     return policy_of(work.project).post_bulk(work, body, source)
 
 
-def retract_label(work: ProjectWork, label_id: int) -> LabelRetracted:
-    """``DELETE`` of an asserted label, by the project's policy."""
-    return policy_of(work.project).retract_label(work, label_id)
+def retract_label(work: ProjectWork, label_id: int, caller: Caller) -> LabelRetracted:
+    """``DELETE`` of an asserted label, by the project's policy; ``caller`` must be allowed
+    to remove the answers it rests on (:meth:`~app.security.Caller.check_retract`)."""
+    return policy_of(work.project).retract_label(work, label_id, caller)
 
 
-def retract_answer(work: ProjectWork, answer_id: int) -> AnswerRetracted:
-    """``DELETE`` of one answer, by the project's policy."""
-    return policy_of(work.project).retract_answer(work, answer_id)
+def retract_answer(work: ProjectWork, answer_id: int, caller: Caller) -> AnswerRetracted:
+    """``DELETE`` of one answer, by the project's policy, once ``caller`` may remove it."""
+    return policy_of(work.project).retract_answer(work, answer_id, caller)

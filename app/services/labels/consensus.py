@@ -33,6 +33,7 @@ from app.schemas import (
     Resolution,
     label_value,
 )
+from app.security import AnswerOwner, Caller
 from app.services.annotators import record_answer
 from app.services.asking import TeamQuestion, team_question
 from app.services.labels.change import (
@@ -54,6 +55,7 @@ from app.services.labels.shared import (
     closure_diff,
     label_created,
     live_answer,
+    owner_of,
     resolve_bulk,
     store_label,
     within_budget,
@@ -204,9 +206,10 @@ def _post_bulk(work: ProjectWork, body: BulkLabels, source: str) -> Written[Bulk
 
 
 # ---------------------------------------------------------------------------- retractions
-def _retract_label(work: ProjectWork, label_id: int) -> LabelRetracted:
+def _retract_label(work: ProjectWork, label_id: int, caller: Caller) -> LabelRetracted:
     """``DELETE`` of a label: every live answer behind it (its pair, its value) is
-    retracted and the consensus computed again without them."""
+    retracted and the consensus computed again without them, once ``caller`` may remove
+    them all."""
     state = work.state
     pair = state.pair_of_label.get(label_id)
     if pair is None:
@@ -215,8 +218,10 @@ def _retract_label(work: ProjectWork, label_id: int) -> LabelRetracted:
             raise LabelNotFound(label_id, "this label was already retracted")
         raise LabelNotFound(label_id)
     positive = state.labels[pair].positive
-    behind = frozenset(r.id for r in pair_answers(work.session, state.project_id, *pair)
-                       if r.positive == positive)
+    rows = [r for r in pair_answers(work.session, state.project_id, *pair)
+            if r.positive == positive]
+    caller.check_retract(AnswerOwner(r.annotator, r.reviewer) for r in rows)
+    behind = frozenset(r.id for r in rows)
     work.end_read()
     applied = run_change(work, TeamChange(retract=behind, pair=pair))
     name = state.name_of
@@ -225,9 +230,11 @@ def _retract_label(work: ProjectWork, label_id: int) -> LabelRetracted:
                           undecided=_diff(work, applied).n_undecided)
 
 
-def _retract_answer(work: ProjectWork, answer_id: int) -> AnswerRetracted:
-    """Retract one live answer; the consensus is computed again without it."""
+def _retract_answer(work: ProjectWork, answer_id: int, caller: Caller) -> AnswerRetracted:
+    """Retract one live answer (once ``caller`` may); the consensus is computed again
+    without it."""
     answer = live_answer(work, answer_id)
+    caller.check_retract([owner_of(answer.annotator, answer.role)])
     name = work.state.name_of
     a, b, positive = name[answer.a_id], name[answer.b_id], answer.positive
     work.end_read()
@@ -324,11 +331,13 @@ class ConsensusPolicy:
                   source: str) -> Written[BulkLabelsCreated]:
         return _post_bulk(work, body, source)
 
-    def retract_label(self, work: ProjectWork, label_id: int) -> LabelRetracted:
-        return _retract_label(work, label_id)
+    def retract_label(self, work: ProjectWork, label_id: int,
+                      caller: Caller) -> LabelRetracted:
+        return _retract_label(work, label_id, caller)
 
-    def retract_answer(self, work: ProjectWork, answer_id: int) -> AnswerRetracted:
-        return _retract_answer(work, answer_id)
+    def retract_answer(self, work: ProjectWork, answer_id: int,
+                       caller: Caller) -> AnswerRetracted:
+        return _retract_answer(work, answer_id, caller)
 
     def team_question(self, work: ProjectWork, annotator: str | None,
                       proba: np.ndarray | None) -> TeamQuestion | None:

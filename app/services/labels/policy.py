@@ -21,6 +21,7 @@ from app.schemas import (
     LabelIn,
     LabelRetracted,
 )
+from app.security import Caller
 from app.services.asking import TeamQuestion
 from app.services.labels.consensus import CONSENSUS
 from app.services.labels.shared import Refused, Written
@@ -47,12 +48,15 @@ class LabelPolicy(Protocol):
         """Many labels posted at once (a bulk post, an import): all kept, or none."""
         ...
 
-    def retract_label(self, work: ProjectWork, label_id: int) -> LabelRetracted:
-        """``DELETE`` of an asserted label."""
+    def retract_label(self, work: ProjectWork, label_id: int,
+                      caller: Caller) -> LabelRetracted:
+        """``DELETE`` of an asserted label, once ``caller`` may remove the answers it rests
+        on (:meth:`~app.security.Caller.check_retract`)."""
         ...
 
-    def retract_answer(self, work: ProjectWork, answer_id: int) -> AnswerRetracted:
-        """``DELETE`` of one answer."""
+    def retract_answer(self, work: ProjectWork, answer_id: int,
+                       caller: Caller) -> AnswerRetracted:
+        """``DELETE`` of one answer, once ``caller`` may remove it."""
         ...
 
     def team_question(self, work: ProjectWork, annotator: str | None,

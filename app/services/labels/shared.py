@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
+from sqlalchemy import select
 
 from app.errors import (
     AnswerNotFound,
@@ -31,6 +32,7 @@ from app.schemas import (
     NewlyDecided,
     label_value,
 )
+from app.security import AnswerOwner, Caller
 from app.services.labels.proofs import pair_problem
 from app.services.labels.store import cause_in_store, release, write_effects
 from app.services.state import LiveLabel, ProjectState
@@ -48,7 +50,9 @@ __all__ = [
     "canonical_run",
     "closure_diff",
     "label_created",
+    "check_retract",
     "live_answer",
+    "owner_of",
     "resolve_bulk",
     "store_label",
     "within_budget",
@@ -215,6 +219,19 @@ def live_answer(work: ProjectWork, answer_id: int) -> Answer:
     if answer.retracted_at is not None:
         raise AnswerNotFound(answer_id, "this answer was already retracted")
     return answer
+
+
+def owner_of(annotator: str | None, role: str) -> AnswerOwner:
+    """Whose an answer is, as :meth:`app.security.Caller.check_retract` asks."""
+    return AnswerOwner(annotator, role == "reviewer")
+
+
+def check_retract(work: ProjectWork, caller: Caller, *where: Any) -> None:
+    """Ask ``caller`` whether it may remove the project's live answers that match ``where``
+    (:class:`~app.errors.Forbidden` otherwise), before anything is removed."""
+    rows = work.session.execute(select(Answer.annotator, Answer.role).where(
+        Answer.project_id == work.state.project_id, Answer.retracted_at.is_(None), *where))
+    caller.check_retract(owner_of(row.annotator, row.role) for row in rows)
 
 
 # ---------------------------------------------------------------------------- a long run

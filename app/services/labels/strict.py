@@ -33,6 +33,7 @@ from app.schemas import (
     NewlyDecided,
     label_value,
 )
+from app.security import Caller
 from app.services.annotators import (
     ACCEPTED,
     record_answer,
@@ -51,8 +52,10 @@ from app.services.labels.shared import (
     Refused,
     Written,
     canonical_run,
+    check_retract,
     label_created,
     live_answer,
+    owner_of,
     resolve_bulk,
     store_label,
     within_budget,
@@ -354,9 +357,10 @@ class _Retraction:
     values: Any
 
 
-def _plan_retraction(work: ProjectWork, label_id: int) -> _Retraction:
+def _plan_retraction(work: ProjectWork, label_id: int, caller: Caller) -> _Retraction:
     """The closure of the live labels but ``label_id``, replayed in the order they were
-    asserted (ids: causes follow that order), no lock held."""
+    asserted (ids: causes follow that order), no lock held; once ``caller`` may remove the
+    answers the label rests on."""
     state = work.state
     pair = state.pair_of_label.get(label_id)
     if pair is None:
@@ -364,6 +368,7 @@ def _plan_retraction(work: ProjectWork, label_id: int) -> _Retraction:
         if label is not None and label.project_id == state.project_id:
             raise LabelNotFound(label_id, "this label was already retracted")
         raise LabelNotFound(label_id)
+    check_retract(work, caller, Answer.label_id == label_id, Answer.outcome.in_(ACCEPTED))
     closure, labels, updates = replay_live(state, without=label_id)
     return _Retraction(label_id, pair, state.labels[pair].positive, closure,
                        prepare_rewrite(closure, labels, updates, since=label_id),
@@ -392,9 +397,10 @@ def _store_retraction(work: ProjectWork, project: Project,
                           undecided=before - len(plan.closure))
 
 
-def _retract_label(work: ProjectWork, label_id: int) -> LabelRetracted:
+def _retract_label(work: ProjectWork, label_id: int, caller: Caller) -> LabelRetracted:
     """Retract a live label; the closure is recomputed from the remaining labels."""
-    return work.write(lambda work: _plan_retraction(work, label_id), _store_retraction)
+    return work.write(lambda work: _plan_retraction(work, label_id, caller),
+                      _store_retraction)
 
 
 def _others_behind(work: ProjectWork, answer: Answer) -> int:
@@ -404,10 +410,11 @@ def _others_behind(work: ProjectWork, answer: Answer) -> int:
         Answer.outcome.in_(ACCEPTED), Answer.retracted_at.is_(None))) or 0
 
 
-def _retract_answer(work: ProjectWork, answer_id: int) -> AnswerRetracted:
+def _retract_answer(work: ProjectWork, answer_id: int, caller: Caller) -> AnswerRetracted:
     """Retract one answer: its label goes when no other live accepted answer stands behind
     it (the label's retraction); else the answer alone is stamped retracted."""
     answer = live_answer(work, answer_id)
+    caller.check_retract([owner_of(answer.annotator, answer.role)])
     name = work.state.name_of
     a, b, positive = name[answer.a_id], name[answer.b_id], answer.positive
     label_id = answer.label_id
@@ -416,7 +423,7 @@ def _retract_answer(work: ProjectWork, answer_id: int) -> AnswerRetracted:
     if stands and not _others_behind(work, answer):
         assert label_id is not None
         work.end_read()
-        retracted = _retract_label(work, label_id)
+        retracted = _retract_label(work, label_id, caller)
         return AnswerRetracted(id=answer_id, a=a, b=b, label=label_value(positive),
                                retracted_at=retracted.retracted_at,
                                undecided=retracted.undecided)
@@ -458,11 +465,13 @@ class StrictPolicy:
                   source: str) -> Written[BulkLabelsCreated] | Refused:
         return _post_bulk(work, body, source)
 
-    def retract_label(self, work: ProjectWork, label_id: int) -> LabelRetracted:
-        return _retract_label(work, label_id)
+    def retract_label(self, work: ProjectWork, label_id: int,
+                      caller: Caller) -> LabelRetracted:
+        return _retract_label(work, label_id, caller)
 
-    def retract_answer(self, work: ProjectWork, answer_id: int) -> AnswerRetracted:
-        return _retract_answer(work, answer_id)
+    def retract_answer(self, work: ProjectWork, answer_id: int,
+                       caller: Caller) -> AnswerRetracted:
+        return _retract_answer(work, answer_id, caller)
 
     def team_question(self, work: ProjectWork, annotator: str | None,
                       proba: np.ndarray | None) -> TeamQuestion | None:
