@@ -6,7 +6,7 @@ Run::
     python -m benchmarks.scale --out /tmp/bench_scale --only chain --chain 2000
     python -m benchmarks.scale --out /tmp/bench_scale --only large --concepts 20000 --pool 200000
     python -m benchmarks.scale --chain 200 --concepts 500 --pool 3000 --questions 20 \
-        --refusal-budget 5000                               # seconds (tests/benchmarks/test_scale.py)
+        --refusal-budget 5000            # seconds (tests/benchmarks/test_scale.py)
 
 ``--out`` defaults to a new temporary folder (its path is printed at the end).
 
