@@ -30,6 +30,9 @@ CALCULUS_POOL = [("limit", "derivative", [0.9, 0.2]), ("derivative", "integral",
 CALCULUS_TRUTH = {("limit", "derivative"), ("derivative", "integral"), ("limit", "integral"),
                   ("limit", "series")}
 
+# The admin key of the keyed server (keys on).
+ADMIN_KEY = "admin-key-of-the-browser-tests"
+
 _shots: list[Path] = []
 
 
@@ -68,6 +71,23 @@ def browser() -> Iterator[Any]:
         launched = playwright.chromium.launch(executable_path=executable)
         yield launched
         launched.close()
+
+
+@pytest.fixture(scope="module")
+def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A `sporal serve` with keys on (the admin key: ADMIN_KEY)."""
+    folder = tmp_path_factory.mktemp("ui-keyed-server")
+    with Server(f"sqlite:///{folder / 'sporal.db'}", folder,
+                env={"SPORAL_ADMIN_KEY": ADMIN_KEY}) as running:
+        yield running
+
+
+def annotator_key(api: httpx.Client, pid: int, project_key: str, name: str) -> str:
+    """A new annotator key for ``name``, made with the project key."""
+    response = api.post(f"/projects/{pid}/annotator-keys", json={"annotator": name},
+                        headers={"X-API-Key": project_key})
+    assert response.status_code == 201, response.text
+    return str(response.json()["api_key"])
 
 
 @pytest.fixture

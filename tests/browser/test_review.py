@@ -79,8 +79,14 @@ def _disagreement(state: str = "open") -> dict[str, Any]:
                 "role": "annotator", "source": "api", "created_at": "2026-01-02T03:04:05Z",
                 "outcome": "contested", "retracted_at": None}
 
+    closed = state == "closed"
+    resolutions = [{"answer_id": 9, "annotator": "cy", "label": "positive",
+                    "resolved_at": "2026-01-02T04:00:00Z", "undone_at": None}] if closed else []
     return {"id": 7, "a": "series", "b": "integral", "state": state,
-            "opened_at": "2026-01-02T03:04:05Z", "closed_at": None, "consensus": "negative",
+            "opened_at": "2026-01-02T03:04:05Z",
+            "closed_at": "2026-01-02T04:00:00Z" if closed else None,
+            "closed_reason": "reviewer" if closed else None, "reopened_at": None,
+            "resolutions": resolutions, "consensus": "positive" if closed else "negative",
             "positive": [answer(1, "ana", "positive")],
             "negative": [answer(2, "bo", "negative"), answer(3, "dee", "negative")],
             "proof": [{"id": 11, "a": "integral", "b": "series", "label": "positive"}],
@@ -91,23 +97,23 @@ def test_the_review_view_resolves_and_a_failed_check_shows_the_definition(
         browser: Any, server: Server, api: httpx.Client, screenshots: Path) -> None:
     pid = _team(api)
     page = browser.new_page()
-    open_items: list[dict[str, Any]] = [_disagreement()]
+    items: list[dict[str, Any]] = [_disagreement()]
     resolved: list[tuple[Any, str | None]] = []
 
     def listing(route: Any) -> None:
-        route.fulfill(json={"items": list(open_items)})
+        route.fulfill(json={"items": list(items)})
 
     def resolving(route: Any) -> None:
         request = route.request
         resolved.append((json.loads(request.post_data), request.headers.get("x-api-key")))
-        open_items.clear()
-        route.fulfill(json=_disagreement("closed"))
+        items[:] = [_disagreement("closed")]
+        route.fulfill(json={**_disagreement("closed"), "closed_others": 2, "opened_others": 0})
 
     def check_failed(route: Any) -> None:  # the service marks the answer a failed check
         response = route.fetch()
         route.fulfill(response=response, json={**response.json(), "check_failed": True})
 
-    page.route(re.compile(r".*/disagreements\?state=open$"), listing)
+    page.route(re.compile(r".*/disagreements\?state=all$"), listing)
     page.route(re.compile(r".*/disagreements/7/resolve$"), resolving)
     open_ui(page, server.base_url, pid, "cy")
 
@@ -124,7 +130,16 @@ def test_the_review_view_resolves_and_a_failed_check_shows_the_definition(
     card.locator("button[data-label=positive]").click()
     page.wait_for_selector("#no-disagreements")
     assert resolved == [({"label": "positive", "annotator": "cy"}, "the-reviewer-key")]
-    _expect(page.locator("#review-status")).to_have_text("Resolved series / integral as positive.")
+    _expect(page.locator("#review-status")).to_have_text(
+        "Resolved series / integral as positive. The refit closed 2 other disagreements and "
+        "opened 0.")
+    closed = page.locator("#closed-disagreements article.disagreement[data-id='7']")
+    _expect(closed.locator(".closed-reason")).to_have_text("resolved by the reviewer")
+    _expect(closed.locator(".resolutions li")).to_contain_text(
+        "cy resolved it: yes (series → integral)")
+    _expect(closed.locator(".resolutions li")).to_contain_text("stands")
+    _expect(closed.locator("button.undo")).to_be_visible()
+    _expect(closed.locator("button.reopen")).to_be_visible()
 
     page.route(re.compile(r".*/projects/\d+/labels$"), check_failed)
     page.click(".tab[data-view=label]")

@@ -5,7 +5,6 @@ and, with keys on, each person opens the page with their own annotator key."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,10 @@ from app.services import asking
 from benchmarks.serving import Server
 from reasoning.consensus.asking import AskPolicy
 from tests.browser.conftest import (
+    ADMIN_KEY,
     CALCULUS_TRUTH,
     _expect,
+    annotator_key,
     calculus_project,
     inprocess_server,
     open_ui,
@@ -27,7 +28,6 @@ from tests.browser.conftest import (
 
 pytestmark = pytest.mark.browser
 
-ADMIN_KEY = "admin-key-of-the-browser-tests"
 # What the answering screen must not say: a prediction, a model, or why a pair is asked.
 GIVEAWAYS = ("p(", "p =", "predict", "model", "check", "second", "opinion", "disagree",
              "reason")
@@ -179,30 +179,13 @@ def test_the_page_names_who_answers_and_asks_a_name_or_a_key(
 
 
 # ---------------------------------------------------------------------------------- keys on
-@pytest.fixture(scope="module")
-def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    folder = tmp_path_factory.mktemp("ui-keyed-server")
-    with Server(f"sqlite:///{folder / 'sporal.db'}", folder,
-                env={"SPORAL_ADMIN_KEY": ADMIN_KEY}) as running:
-        yield running
-
-
-def _annotator_key(api: httpx.Client, pid: int, project_key: str, name: str) -> str:
-    response = api.post(f"/projects/{pid}/annotator-keys", json={"annotator": name},
-                        headers={"X-API-Key": project_key})
-    if response.status_code in (404, 405):
-        pytest.skip("this service has no annotator keys yet (POST annotator-keys)")
-    assert response.status_code == 201, response.text
-    return str(response.json()["api_key"])
-
-
 def test_with_keys_on_each_person_opens_the_page_with_their_own_key(
         browser: Any, keyed_server: Server) -> None:
     admin = {"X-API-Key": ADMIN_KEY}
     with httpx.Client(base_url=keyed_server.base_url, timeout=60, headers=admin) as api:
         pid = _consensus(api)
         project_key = api.post(f"/projects/{pid}/api-key").json()["api_key"]
-        ana, bo = (_annotator_key(api, pid, project_key, n) for n in ("ana", "bo"))
+        ana, bo = (annotator_key(api, pid, project_key, n) for n in ("ana", "bo"))
         page = browser.new_page()
         page.goto(f"{keyed_server.base_url}/ui/")
         page.fill("#pid", str(pid))
@@ -222,3 +205,27 @@ def test_with_keys_on_each_person_opens_the_page_with_their_own_key(
         answers = _answers(api, pid, a, b, headers={"X-API-Key": project_key})
         assert answers["ana"]["retracted_at"] is not None
         assert answers["bo"]["retracted_at"] is None
+        _annotators_views(page, a, b)
+
+
+def _annotators_views(page: Any, a: str, b: str) -> None:
+    """What an annotator key opens: the reasons, Progress, the map; the lead's views say so."""
+    page.fill("#why-a", a)
+    page.fill("#why-b", b)
+    page.click("#why button[type=submit]")
+    _expect(page.locator("#reason")).to_contain_text(a)
+    _expect(page.locator("#reason .error")).to_have_count(0)
+
+    page.click(".tab[data-view=progress]")
+    _expect(page.locator("#progress-updated")).to_contain_text("updated")
+    _expect(page.locator("#decided-text")).to_contain_text(" of 6")
+    _expect(page.locator("#annotators-refused")).to_contain_text("the lead's view")
+    _expect(page.locator("#agreement-summary")).to_contain_text("the lead's view")
+    assert "failed" not in page.inner_text("#progress-updated")
+
+    page.click(".tab[data-view=map]")
+    _expect(page.locator("#map-status")).to_contain_text("4 concepts")
+
+    page.click(".tab[data-view=review]")
+    _expect(page.locator("#review-refused")).to_contain_text("Review is the lead's view")
+    _expect(page.locator("#view-review .error")).to_have_count(0)

@@ -392,9 +392,11 @@ async function explain(a, b) {
 }
 
 // ------------------------------------------------------------------------------ progress
+// The project's figures (any key); the answers per annotator, the lead's view (project,
+// reviewer or admin key): an annotator key is told so in plain words, not shown an error.
 async function refreshProgress() {
   try {
-    const [project, people] = await Promise.all([api("GET", ""), api("GET", "/annotators", undefined, session.key)]);
+    const project = await api("GET", "");
     const c = project.counts;
     const decided = c.pool_pairs - c.undecided_pool_pairs;
     $("decided-text").textContent = `${decided} of ${c.pool_pairs}` +
@@ -405,13 +407,26 @@ async function refreshProgress() {
     $("inferred").textContent = `${c.inferred_positive} / ${c.inferred_negative}`;
     $("bounds").textContent = `between ${project.query_bounds.lower} and ${project.query_bounds.upper}`;
     $("n-concepts").textContent = c.concepts;
-    $("annotators").replaceChildren(...people.items.map((p) => el("tr", {},
-      el("th", { scope: "row" }, p.annotator ?? "(none)"),
-      ...[p.answered, p.accepted, p.retracted, p.refused, p.contested].map((v) => el("td", {}, String(v))))));
+    await refreshPeople();
     $("progress-updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (error) {
     $("progress-updated").textContent = `update failed: ${error.message}`;
   }
+}
+
+async function refreshPeople() {
+  let people;
+  try {
+    people = await api("GET", "/annotators", undefined, session.key);
+  } catch (error) {
+    if (error.status !== 403) throw error;
+    $("annotators").replaceChildren(el("tr", {}, el("td", { colspan: "6", class: "muted", id: "annotators-refused" },
+      "The answers of each person are the lead's view: they need the project key, the reviewer key or the admin key.")));
+    return;
+  }
+  $("annotators").replaceChildren(...people.items.map((p) => el("tr", {},
+    el("th", { scope: "row" }, p.annotator ?? "(none)"),
+    ...[p.answered, p.accepted, p.retracted, p.refused, p.contested].map((v) => el("td", {}, String(v))))));
 }
 
 // ------------------------------------------------------------------------------ keys

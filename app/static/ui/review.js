@@ -1,6 +1,6 @@
 // sporal's page for teams (the lead's screens; the lead's views read with the project key when
 // one was given): the Review view (open disagreements, both sides' answers, the proof,
-// resolve buttons), the agreement tables of Progress, the project's own question wording, and
+// resolve buttons; the closed ones with why and when; every resolution, undo and reopen), the agreement tables of Progress, the project's own question wording, and
 // the definition shown again when an answer failed a check question. Loaded after app.js, whose
 // session, `api`, `el` and `$` it uses; it follows the events app.js announces (`sporal:open`,
 // `sporal:view`, `sporal:answered`).
@@ -57,6 +57,39 @@
   }
 
   // ---------------------------------------------------------------------------- review
+  // Review lists the open disagreements, then the closed ones, each saying why and when it
+  // closed and every resolution (who, when, value; undone and when). Resolving, undoing and
+  // reopening need the reviewer key or the admin key: without one, no buttons, and a line
+  // says which key would show them.
+  const REASONS = {  // closed_reason in plain words
+    answers: "settled by later answers", reviewer: "resolved by the reviewer",
+    retraction: "an answer was retracted", policy: "the project switched to strict",
+    merge: "concepts merged",
+  };
+  const VALUES = { positive: "yes", negative: "no" };
+  const LEADS_ONLY = "Review is the lead's view: open the page with the project key, the " +
+    "reviewer key or the admin key (in the Project key field) to see it.";
+  const NEEDS_KEY = "Resolving, undoing and reopening need the project's reviewer key (or the " +
+    "admin key): paste it above to see the buttons.";
+  let rights = { key: null, may: false };  // whether the review key may resolve (whoami)
+
+  // The key that resolves: the Reviewer key field, else the key the page was opened with.
+  const reviewKey = () => $("reviewer-key").value || session.key || session.annotatorKey || "";
+
+  async function mayReview() {
+    const key = reviewKey();
+    if (rights.key === key) return rights.may;
+    let may;
+    try {
+      const me = await api("GET", "/whoami", undefined, key);
+      may = me.role === "admin" || me.role === "reviewer";
+    } catch (error) {  // a service without whoami: the buttons show, the service decides
+      may = error.status === 404 && !(error.problem && error.problem.type === "/problems/project-not-found");
+    }
+    rights = { key, may };
+    return may;
+  }
+
   function side(title, answers) {
     return el("div", { class: "side" },
       el("h4", {}, `${title} (${answers.length})`),
@@ -66,63 +99,130 @@
         : el("p", { class: "muted" }, "none"));
   }
 
-  function disagreement(item) {
-    const consensus = item.consensus ?? "undecided";
-    const proof = item.proof || [];
-    const buttons = ["positive", "negative"].map((value) => el("button", {
+  // "open since …" or "closed …: why", and when a reviewer reopened it.
+  function stateLine(item) {
+    const consensus = item.consensus ? VALUES[item.consensus] : "undecided";
+    const reopened = item.reopened_at ? `, reopened ${when(item.reopened_at)}` : "";
+    if (item.state === "open") {
+      return el("p", { class: "muted" }, `open since ${when(item.opened_at)}${reopened} — consensus now: ${consensus}`);
+    }
+    const why = REASONS[item.closed_reason] || item.closed_reason || "closed";
+    return el("p", {}, `closed ${when(item.closed_at)}: `, el("strong", { class: "closed-reason" }, why),
+      el("span", { class: "muted" }, ` (opened ${when(item.opened_at)}${reopened}) — consensus now: ${consensus}`));
+  }
+
+  // Every resolution, oldest first; Undo on the latest one that stands.
+  function resolutions(item, may) {
+    const list = item.resolutions || [];
+    if (!list.length) return [];
+    const standing = list.map((r) => !r.undone_at).lastIndexOf(true);
+    return [el("h4", {}, "Resolutions"), el("ul", { class: "resolutions" }, ...list.map((r, i) => el("li",
+      { class: r.undone_at ? "undone" : "stands" },
+      `${r.annotator ?? "(the reviewer)"} resolved it: ${VALUES[r.label]} (${arrow({ ...item, label: r.label })}), ` +
+      `${when(r.resolved_at)} — ${r.undone_at ? `undone ${when(r.undone_at)}` : "stands"}`,
+      ...(may && i === standing ? [" ", el("button", { type: "button", class: "undo",
+        onclick: () => review(item, "undo") }, "Undo this resolution")] : []))))];
+  }
+
+  function actions(item, may) {
+    if (!may) return [];
+    if (item.state !== "open") {
+      return [el("div", { class: "answers" }, el("button", { type: "button", class: "reopen",
+        onclick: () => review(item, "reopen") }, "Reopen for review"))];
+    }
+    return [el("div", { class: "answers" }, ...["positive", "negative"].map((value) => el("button", {
       type: "button", class: `resolve ${value}`, "data-label": value,
-      onclick: () => resolve(item, value),
-    }, value === "positive" ? `Resolve: yes, ${item.a} before ${item.b}` : "Resolve: no"));
-    return el("article", { class: "panel disagreement", "data-id": String(item.id) },
+      onclick: () => review(item, "resolve", value),
+    }, value === "positive" ? `Resolve: yes, ${item.a} before ${item.b}` : "Resolve: no")))];
+  }
+
+  function disagreement(item, may) {
+    const proof = item.proof || [];
+    return el("article", { class: `panel disagreement ${item.state}`, "data-id": String(item.id) },
       el("h3", {}, `${item.a} / ${item.b}`),
-      el("p", { class: "muted" }, `open since ${when(item.opened_at)} — consensus now: ${consensus}`),
+      stateLine(item),
       el("div", { class: "sides" }, side("Yes", item.positive || []), side("No", item.negative || [])),
       ...(proof.length ? [
-        el("p", {}, "The answers that decide it the other way:"),
+        el("p", {}, item.state === "open" ? "The answers that decide it the other way:" : "The answers that decide it:"),
         el("ul", { class: "proof" }, ...proof.map((ref) => el("li", {}, `${arrow(ref)} (label #${ref.id})`))),
       ] : []),
       ...(item.chains || []).map((c) => el("p", { class: "muted" }, `chain: ${c.join(" → ")}`)),
-      el("div", { class: "answers" }, ...buttons));
+      ...resolutions(item, may),
+      ...actions(item, may));
+  }
+
+  // Every disagreement (state=all); a service without disagreements has none to review.
+  async function listDisagreements() {
+    try {
+      return (await api("GET", "/disagreements?state=all", undefined, session.key)).items;
+    } catch (error) {
+      if (error.status === 404 && !(error.problem && error.problem.type === "/problems/project-not-found")) return [];
+      throw error;
+    }
+  }
+
+  function drawReview(items, may) {
+    const open = items.filter((x) => x.state === "open"), closed = items.filter((x) => x.state !== "open");
+    $("review-count").textContent = open.length ? `— ${open.length} open` : "";
+    $("review-rights").textContent = may ? "" : NEEDS_KEY;
+    $("review-rights").hidden = may;
+    $("disagreements").replaceChildren(...(open.length ? open.map((x) => disagreement(x, may))
+      : [el("p", { id: "no-disagreements", class: "muted" }, "No open disagreements: nothing to review.")]));
+    $("closed-count").textContent = closed.length ? `(${closed.length})` : "";
+    $("closed-disagreements").replaceChildren(...(closed.length ? closed.map((x) => disagreement(x, may))
+      : [el("p", { class: "muted" }, "None closed yet.")]));
   }
 
   async function refreshReview(force = false) {
     if (!session) return;
-    const list = $("disagreements");
-    let items;
+    let items, may;
     try {
-      items = (await api("GET", "/disagreements?state=open", undefined, session.key)).items;
+      [items, may] = await Promise.all([listDisagreements(), mayReview()]);
     } catch (error) {
-      if (error.status !== 404 || (error.problem && error.problem.type === "/problems/project-not-found")) {
-        list.replaceChildren(el("p", { class: "error" }, `Error: ${error.message}`));
-        return;
-      }
-      items = [];  // a service without disagreements has none to review
-    }
-    const seen = JSON.stringify(items);
-    if (!force && seen === shownReview) return;
-    shownReview = seen;
-    $("review-count").textContent = items.length ? `— ${items.length} open` : "";
-    list.replaceChildren(...(items.length ? items.map(disagreement)
-      : [el("p", { id: "no-disagreements", class: "muted" }, "No open disagreements: nothing to review.")]));
-  }
-
-  async function resolve(item, label) {
-    const status = $("review-status");
-    const key = $("reviewer-key").value;
-    sessionStorage.setItem(REVIEWER, key);
-    try {
-      await api("POST", `/disagreements/${item.id}/resolve`, { label, annotator: session.annotator }, key);
-      status.textContent = `Resolved ${item.a} / ${item.b} as ${label}.`;
-    } catch (error) {
-      status.textContent = error.status === 401 || error.status === 403
-        ? `Resolving needs the project's reviewer key or the admin key: ${error.message}`
-        : `Could not resolve: ${error.message}`;
+      const text = error.status === 403 ? LEADS_ONLY : `Error: ${error.message}`;
+      $("disagreements").replaceChildren(el("p", { class: error.status === 403 ? "muted" : "error", id: "review-refused" }, text));
+      $("closed-disagreements").replaceChildren();
+      shownReview = "";
       return;
     }
+    const seen = JSON.stringify([items, may]);
+    if (!force && seen === shownReview) return;
+    shownReview = seen;
+    drawReview(items, may);
+  }
+
+  // What the refit did to the other disagreements, in one sentence.
+  function others(done) {
+    if (done.closed_others == null && done.opened_others == null) return "";
+    const closed = done.closed_others || 0, opened = done.opened_others || 0;
+    return ` The refit closed ${plural(closed, "other disagreement")} and opened ${opened}.`;
+  }
+
+  const SAID = {  // what each action says it did
+    resolve: (item, done, label) => `Resolved ${item.a} / ${item.b} as ${label}.`,
+    undo: (item, done) => `Undid the latest resolution of ${item.a} / ${item.b}: ` + (done.state === "open"
+      ? "it is open again." : `it stays closed (${REASONS[done.closed_reason] || done.closed_reason}).`),
+    reopen: (item) => `Reopened ${item.a} / ${item.b} for review.`,
+  };
+
+  async function review(item, action, label) {
+    const status = $("review-status");
+    const body = action === "resolve" ? { label, annotator: session.annotator } : undefined;
+    let done;
+    try {
+      done = await api("POST", `/disagreements/${item.id}/${action}`, body, reviewKey());
+    } catch (error) {
+      status.textContent = error.status === 401 || error.status === 403
+        ? `This needs the project's reviewer key or the admin key: ${error.message}`
+        : `Could not ${action}: ${error.message}`;
+      return;
+    }
+    status.textContent = SAID[action](item, done || {}, label) + others(done || {});
     await refreshReview(true);
   }
 
   // ---------------------------------------------------------------------------- agreement
+  const LEADS_VIEW = "— the lead's view: it needs the project key, the reviewer key or the admin key.";
   function accuracy(row) {
     const a = row.accuracy;
     return a ? `${share(a.estimate)} (${share(a.low)}–${share(a.high)})` : "—";
@@ -134,7 +234,11 @@
     try {
       view = await api("GET", "/agreement", undefined, session.key);
     } catch (error) {
-      $("agreement-summary").textContent = `agreement unavailable: ${error.message}`;
+      shownAgreement = "";
+      $("agreement-summary").textContent = error.status === 403 ? LEADS_VIEW
+        : `agreement unavailable: ${error.message}`;
+      $("agreement-rows").replaceChildren();
+      $("kappa-rows").replaceChildren();
       return;
     }
     const seen = JSON.stringify(view);
@@ -156,6 +260,7 @@
   function follow() {
     document.addEventListener("sporal:open", (event) => {
       shownReview = shownAgreement = "";
+      rights = { key: null, may: false };
       renderQuestion(event.detail.question);
     });
     document.addEventListener("sporal:view", (event) => {
@@ -178,6 +283,10 @@
     $("reviewer-key").value = sessionStorage.getItem(REVIEWER) || "";
     $("definition-close").addEventListener("click", () => { $("definition").hidden = true; $("question").focus(); });
     $("review-reload").addEventListener("click", () => refreshReview(true));
+    $("reviewer-key").addEventListener("change", () => {
+      sessionStorage.setItem(REVIEWER, $("reviewer-key").value);
+      refreshReview(true);
+    });
     renderQuestion(DEFAULT_QUESTION);
     mirrorCopies();
     follow();
