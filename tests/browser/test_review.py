@@ -1,6 +1,7 @@
 """/ui/ for teams in a real headless Chromium (marker ``browser``): the project's question
-wording, the agreement tables of Progress, the Review view with its resolve buttons, and the
-definition shown again after a failed check question."""
+wording, the agreement tables of Progress, the Review view with its resolve buttons and its
+closed disagreements (why, when, every resolution), and the definition shown again after a
+failed check question."""
 
 from __future__ import annotations
 
