@@ -19,6 +19,7 @@ from reasoning.consensus.agreement import (
 )
 from reasoning.consensus.core import (
     SETTLE_ODDS,
+    TIE_DELTA,
     Consensus,
     Vote,
     check_candidates,
@@ -30,6 +31,7 @@ from reasoning.consensus.core import (
 __all__ = [
     "KAPPA_MIN_SHARED",
     "SETTLE_ODDS",
+    "TIE_DELTA",
     "Agreement",
     "AnnotatorAgreement",
     "Vote",
