@@ -18,6 +18,7 @@ from reasoning.consensus.agreement import (
     agreement,
 )
 from reasoning.consensus.core import (
+    SETTLE_ANSWERS,
     SETTLE_ODDS,
     TIE_DELTA,
     Consensus,
@@ -30,6 +31,7 @@ from reasoning.consensus.core import (
 
 __all__ = [
     "KAPPA_MIN_SHARED",
+    "SETTLE_ANSWERS",
     "SETTLE_ODDS",
     "TIE_DELTA",
     "Agreement",

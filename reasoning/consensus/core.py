@@ -29,6 +29,7 @@ from reasoning.closure import Closure, Label, bit_positions
 from reasoning.consensus.em import Fit, fit_one_coin
 
 __all__ = [
+    "SETTLE_ANSWERS",
     "SETTLE_ODDS",
     "TIE_DELTA",
     "Vote",
@@ -41,7 +42,13 @@ __all__ = [
 
 SETTLE_ODDS = 4.0
 """A pair answered both ways is settled when the answers' likelihood ratio for the winning
-value reaches these odds (two agreeing answers against one at accuracy 0.8 do, 1:1 never)."""
+value reaches these odds and :data:`SETTLE_ANSWERS` answers give it (two agreeing answers
+against one at accuracy 0.8 do, 1:1 never)."""
+
+SETTLE_ANSWERS = 2
+"""A pair answered both ways is settled only when at least this many answers give its likelier
+value: one answer against one stays contested however the annotators are rated (it is decided
+for the better rated one, unless a tie), and a third answer or a reviewer settles it."""
 
 TIE_DELTA = 0.1
 """A pair answered both ways whose posterior lies within ``[0.5 - TIE_DELTA, 0.5 + TIE_DELTA]``
@@ -96,7 +103,8 @@ class Consensus:
         The answered pairs whose most likely value contradicted stronger labels.
     contested : dict
         The pairs in dispute and the answers on them: answered both ways and not settled
-        (:data:`SETTLE_ODDS`), or gave way; never one a reviewer resolved.
+        (:data:`SETTLE_ODDS`, :data:`SETTLE_ANSWERS`; a tie never is), or gave way; never one
+        a reviewer resolved.
     values : dict
         Per answered pair that the closure of ``labels`` decides, its value there (a tie the
         other labels do not decide is absent).
@@ -215,6 +223,16 @@ def _tied(table: _Table, fit: Fit) -> np.ndarray:
     return (np.abs(fit.posterior - 0.5) <= TIE_DELTA + 1e-12) & _split(table) & ~reviewed
 
 
+def _unsettled(table: _Table, fit: Fit) -> np.ndarray:
+    """Per item, whether its answers have not settled it: the likelihood ratio of the likelier
+    value is below :data:`SETTLE_ODDS`, or fewer than :data:`SETTLE_ANSWERS` answers give it."""
+    n = len(table.pairs)
+    yes = np.bincount(table.item, weights=table.positive, minlength=n)
+    no = np.bincount(table.item, weights=~table.positive, minlength=n)
+    support = np.where(fit.posterior >= 0.5, yes, no)
+    return (np.abs(fit.llr) < np.log(SETTLE_ODDS)) | (support < SETTLE_ANSWERS)
+
+
 def _consistent(table: _Table, fit: Fit, concepts: Sequence[Hashable], review_order: list[int],
                 *, try_bulk: bool = True) -> tuple[Closure, list[int]]:
     """Add every item's most likely value by descending confidence: the closure, and the
@@ -309,7 +327,7 @@ def _result(table: _Table, fit: Fit, closure: Closure, gave: list[int],
     skip = set(gave) | set(np.flatnonzero(tied).tolist())
     labels = {p: bool(closed[k]) for k, p in enumerate(pairs) if k not in skip}
     both = _split(table)
-    unsettled = (np.abs(fit.llr) < np.log(SETTLE_ODDS)) | tied
+    unsettled = _unsettled(table, fit) | tied
     disputed = ((both & unsettled) | np.isin(np.arange(len(pairs)), gave)) & ~reviewed
     contested: dict[Pair, list[Vote]] = {pairs[k]: [] for k in np.flatnonzero(disputed)}
     for ans in table.answers:
