@@ -469,6 +469,13 @@ class PairStatus(BaseModel):
     prediction: float | None = Field(
         description="The prediction model's probability of positive (undecided pool pairs)."
     )
+    confidence: float | None = Field(
+        default=None, description="How sure the decided pair is (null: undecided): an asserted "
+        "pair's label's posterior given the answers on it (strict: 1.0 when no live answer "
+        "contradicts it); an inferred pair's, the weakest label of its strongest proof "
+        "(docs/teams.md).")
+    contested: bool = Field(
+        default=False, description="The pair has an open disagreement (consensus).")
     model: ModelInfo | None = Field(
         default=None, description="The prediction model behind `prediction` (null: none yet).")
 

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, aliased
 
 from app.errors import ValidationFailed
 from app.schemas import DEFAULT_QUESTION, label_value
+from app.services.labels.confidence import pair_confidence
 from app.services.labels.listing import Filters, iter_labels, snapshot
 from app.services.labels.policy import DEFAULT_POLICY
 from app.services.state import decode_features
@@ -38,7 +39,9 @@ __all__ = [
     "project_lines",
 ]
 
-CSV_COLUMNS = ["a", "b", "label", "source", "id", "caused_by", "annotator"]
+CSV_COLUMNS = ["a", "b", "label", "source", "id", "caused_by", "annotator", "confidence",
+               "contested"]
+"""The columns of the CSV export and the keys of the JSON export's items (new ones appended)."""
 # A spreadsheet runs a cell that starts with one of these as a formula (OWASP, CSV injection).
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -60,9 +63,17 @@ _CHUNK = 1 << 16  # characters per chunk of the stream
 
 
 def _decided(session: Session, project_id: int) -> Iterator[dict[str, Any]]:
-    """Every decided pair, in the order of ``GET labels``, streamed from the stored lines."""
+    """Every decided pair, in the order of ``GET labels``, streamed from the stored lines,
+    with its ``confidence`` and whether it is ``contested``
+    (:mod:`app.services.labels.confidence`)."""
     snap = snapshot(session, project_id)
-    return iter_labels(session, snap, Filters())
+    known = pair_confidence(session, project_id)
+    id_of = dict(zip(snap.names, snap.ids, strict=True))
+    for item in iter_labels(session, snap, Filters()):
+        a_id, b_id = id_of[item["a"]], id_of[item["b"]]
+        item["confidence"] = known.of(a_id, b_id)
+        item["contested"] = known.is_contested(a_id, b_id)
+        yield item
 
 
 def _chunks(parts: Iterator[str]) -> Iterator[bytes]:
@@ -79,14 +90,22 @@ def _chunks(parts: Iterator[str]) -> Iterator[bytes]:
         yield "".join(buffer).encode("utf-8")
 
 
+def _cell(value: Any) -> Any:
+    """A CSV cell: empty for None, ``true``/``false`` for a boolean, else neutralised."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return neutralise_cell(value)
+
+
 def _csv(items: Iterator[dict[str, Any]]) -> Iterator[str]:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, extrasaction="ignore",
                             lineterminator="\n")
     writer.writeheader()
     for item in items:
-        writer.writerow({k: "" if item.get(k) is None else neutralise_cell(item[k])
-                         for k in CSV_COLUMNS})
+        writer.writerow({k: _cell(item.get(k)) for k in CSV_COLUMNS})
         if buffer.tell() >= _CHUNK:
             yield buffer.getvalue()
             buffer.seek(0)
@@ -113,12 +132,15 @@ _GRAPHML_HEAD = (
     'http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd">\n'
     '  <key id="d0" for="edge" attr.name="asserted" attr.type="boolean"/>\n'
     '  <key id="d1" for="edge" attr.name="caused_by" attr.type="long"/>\n'
+    '  <key id="d2" for="edge" attr.name="confidence" attr.type="double"/>\n'
+    '  <key id="d3" for="edge" attr.name="contested" attr.type="boolean"/>\n'
     '  <graph edgedefault="directed">\n')
 
 
 def _graphml(session: Session, project_id: int,
              items: Iterator[dict[str, Any]]) -> Iterator[str]:
-    """The positive relation as GraphML, written as it streams (asserted edges marked)."""
+    """The positive relation as GraphML, written as it streams (asserted edges marked; each
+    edge's confidence, and whether it is contested)."""
     yield _GRAPHML_HEAD
     for name in session.scalars(select(Concept.name).where(Concept.project_id == project_id)
                                 .order_by(Concept.id)):
@@ -128,7 +150,10 @@ def _graphml(session: Session, project_id: int,
             asserted = "true" if item["source"] == "asserted" else "false"
             yield (f"    <edge source={quoteattr(item['a'])} target={quoteattr(item['b'])}>"
                    f'<data key="d0">{asserted}</data>'
-                   f'<data key="d1">{int(item["caused_by"])}</data></edge>\n')
+                   f'<data key="d1">{int(item["caused_by"])}</data>'
+                   f'<data key="d2">{item["confidence"]!r}</data>'
+                   f'<data key="d3">{"true" if item["contested"] else "false"}</data>'
+                   '</edge>\n')
     yield "  </graph>\n</graphml>\n"
 
 

@@ -52,9 +52,9 @@ for the better rated one, unless a tie), and a third answer or a reviewer settle
 
 TIE_DELTA = 0.1
 """A pair answered both ways whose posterior lies within ``[0.5 - TIE_DELTA, 0.5 + TIE_DELTA]``
-(odds of at most 1.5 : 1 either way) is a tie: its answers leave it undecided between the two values, so it is
-not asserted (the closure of the other labels may still decide it) and, answered both ways, it
-stays contested. One "yes" against one "no" of annotators of equal standing is a tie; so is one
+(odds of at most 1.5 : 1 either way) is a tie: its answers leave it undecided between the two
+values, so it is not asserted (the closure of the other labels may still decide it) and it stays
+contested. One "yes" against one "no" of annotators of equal standing is a tie; so is one
 against one between estimated accuracies of 0.9 and 0.86. A pair answered once is never a tie
 (its posterior is its annotator's accuracy; second opinions and check questions deal with
 annotators estimated near one half)."""
@@ -113,6 +113,9 @@ class Consensus:
         ``labels``; contested when answered both ways.
     closure : Closure or None
         The closure of ``labels`` (do not mutate; :meth:`Closure.copy` first).
+    posterior : dict
+        Per answered pair, the probability that it is positive given its answers (1.0 or 0.0
+        for a reviewer's).
     """
 
     labels: dict[Pair, bool]
@@ -123,6 +126,7 @@ class Consensus:
     values: dict[Pair, bool] = field(default_factory=dict)
     closure: Closure | None = field(default=None, compare=False, repr=False)
     tied: list[Pair] = field(default_factory=list)
+    posterior: dict[Pair, float] = field(default_factory=dict)
 
 
 def effective_answers(answers: Iterable[Vote]) -> tuple[list[Vote], dict[Pair, Vote]]:
@@ -343,6 +347,7 @@ def _result(table: _Table, fit: Fit, closure: Closure, gave: list[int],
         values={p: bool(closed[k]) for k, p in enumerate(pairs) if state[k] >= 0},
         closure=closure,
         tied=[pairs[k] for k in np.flatnonzero(tied)],
+        posterior={p: float(post[k]) for k, p in enumerate(pairs)},
     )
 
 

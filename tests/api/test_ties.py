@@ -114,3 +114,28 @@ def test_the_asserted_labels_are_the_consensus_of_the_live_answers(
     assert _asserted(client, pid) == expected
     # a fresh process (no cached fit) reads the same labels
     assert _asserted(make_client(), pid) == expected
+
+
+def test_pair_status_says_how_sure_a_decided_pair_is_and_whether_it_is_contested(
+        client: TestClient) -> None:
+    pid = new_project(client, CONCEPTS, policy="consensus")
+    for who in ("ann", "bob"):
+        label(client, pid, "a", "b", annotator=who)
+        label(client, pid, "b", "c", annotator=who)
+    label(client, pid, "a", "c", annotator="cy")  # a tie the closure decides
+    label(client, pid, "a", "c", "negative", annotator="dan")
+    ab, ac = _status(client, pid, "a", "b"), _status(client, pid, "a", "c")
+    assert ab["source"] == "asserted" and 0.9 < ab["confidence"] < 1.0
+    assert not ab["contested"]
+    assert ac["source"] == "inferred" and ac["contested"] is True
+    bc = _status(client, pid, "b", "c")
+    assert ac["confidence"] == min(ab["confidence"], bc["confidence"])  # its proof's weakest
+    assert _status(client, pid, "c", "a")["confidence"] == ac["confidence"]
+    undecided = _status(client, pid, "c", "d")
+    assert (undecided["confidence"], undecided["contested"]) == (None, False)
+    # strict: a label no live answer contradicts is trusted
+    client.patch(f"/projects/{pid}", json={"policy": "strict"})
+    label(client, pid, "c", "d", annotator="eve")
+    cd = _status(client, pid, "c", "d")
+    assert (cd["confidence"], cd["contested"]) == (1.0, False)
+    assert _status(client, pid, "a", "c")["contested"] is False  # disagreements closed

@@ -8,12 +8,15 @@ undecided), and whether it is contested (an open disagreement in the service).
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass
 
 import pytest
 
+from reasoning.closure import Closure, ContradictionError, Label
 from reasoning.consensus import SETTLE_ANSWERS, SETTLE_ODDS, TIE_DELTA, Vote, consensus
+from reasoning.consensus.confidence import derived_confidence
 
 X, Y = "x", "y"
 CONCEPTS = ["x", "y", "z"] + [f"u{k}" for k in range(6)] + [f"v{k}" for k in range(6)]
@@ -143,3 +146,44 @@ def test_the_consensus_is_a_function_of_the_answers_only(seed: int) -> None:
         first.labels, first.values, first.accuracy)
     assert again.confidence == pytest.approx(first.confidence)
     assert set(again.contested) == set(first.contested) and again.tied == first.tied
+
+
+# ---------------------------------------------------------------------------- confidence
+@pytest.mark.parametrize("seed", range(6))
+def test_an_inferred_pairs_confidence_is_its_strongest_proofs_weakest_label(seed: int) -> None:
+    """The greatest t such that the labels of confidence at least t still decide the pair."""
+    rng = random.Random(seed)
+    names = list(range(6))
+    closure = Closure(names)
+    weights = {}
+    for _ in range(9):
+        a, b = rng.sample(names, 2)
+        positive = rng.random() < 0.6
+        try:
+            closure.add_label(a, b, positive)
+        except ContradictionError:
+            continue
+        weights[(a, b)] = rng.choice([0.55, 0.7, 0.8, 0.9, 0.99])
+    derived = derived_confidence(closure, weights)
+    for a, b in itertools.permutations(names, 2):
+        value = closure.status(a, b).value
+        if (a, b) in closure.asserted:
+            assert derived.of(a, b) == weights[(a, b)]
+            continue
+        if value is None:
+            assert derived.of(a, b) is None
+            continue
+        best = 0.0
+        for t in sorted(set(weights.values())):
+            strong = [Label(p, q, v) for (p, q), v in closure.asserted.items()
+                      if weights[(p, q)] >= t]
+            if Closure.from_labels(strong, names).status(a, b).value is value:
+                best = t
+        assert derived.of(a, b) == best, (a, b, value)
+
+
+def test_a_ties_posterior_is_near_one_half_and_a_reviewers_is_final() -> None:
+    result = consensus(_on(("a", True), ("b", False)), CONCEPTS)
+    assert result.posterior[(X, Y)] == pytest.approx(0.5)
+    result = consensus(_on(("a", True), ("b", True), reviewer=("rev", False)), CONCEPTS)
+    assert result.posterior[(X, Y)] == 0.0
