@@ -436,6 +436,11 @@ class LabelItem(BaseModel):
     annotator: str | None
     created_at: datetime | None
     retracted_at: datetime | None = None
+    confidence: float | None = Field(
+        default=None, description="How sure the decided pair is (as `pairs/status` says; null "
+        "for a retracted label).")
+    contested: bool = Field(
+        default=False, description="The pair has an open disagreement (the map marks it).")
 
 
 class LabelPage(BaseModel):

@@ -22,8 +22,7 @@ from sqlalchemy.orm import Session, aliased
 
 from app.errors import ValidationFailed
 from app.schemas import DEFAULT_QUESTION, label_value
-from app.services.labels.confidence import pair_confidence
-from app.services.labels.listing import Filters, iter_labels, snapshot
+from app.services.labels.listing import Filters, iter_labels, snapshot, with_confidence
 from app.services.labels.policy import DEFAULT_POLICY
 from app.services.state import decode_features
 from models import Answer, AssertedLabel, Concept, ConceptLink, ConceptText, PoolPair
@@ -64,16 +63,9 @@ _CHUNK = 1 << 16  # characters per chunk of the stream
 
 def _decided(session: Session, project_id: int) -> Iterator[dict[str, Any]]:
     """Every decided pair, in the order of ``GET labels``, streamed from the stored lines,
-    with its ``confidence`` and whether it is ``contested``
-    (:mod:`app.services.labels.confidence`)."""
+    with its ``confidence`` and whether it is ``contested``."""
     snap = snapshot(session, project_id)
-    known = pair_confidence(session, project_id)
-    id_of = dict(zip(snap.names, snap.ids, strict=True))
-    for item in iter_labels(session, snap, Filters()):
-        a_id, b_id = id_of[item["a"]], id_of[item["b"]]
-        item["confidence"] = known.of(a_id, b_id)
-        item["contested"] = known.is_contested(a_id, b_id)
-        yield item
+    return with_confidence(session, snap, iter_labels(session, snap, Filters()))
 
 
 def _chunks(parts: Iterator[str]) -> Iterator[bytes]:

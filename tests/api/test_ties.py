@@ -131,6 +131,12 @@ def test_pair_status_says_how_sure_a_decided_pair_is_and_whether_it_is_contested
     bc = _status(client, pid, "b", "c")
     assert ac["confidence"] == min(ab["confidence"], bc["confidence"])  # its proof's weakest
     assert _status(client, pid, "c", "a")["confidence"] == ac["confidence"]
+    # the map's listing carries the same numbers: contested edges marked
+    edges = {(i["a"], i["b"]): i for i in client.get(
+        f"/projects/{pid}/labels?source=all&label=positive").json()["items"]}
+    assert (edges[("a", "c")]["confidence"], edges[("a", "c")]["contested"]) == (
+        ac["confidence"], True)
+    assert edges[("a", "b")]["confidence"] == ab["confidence"]
     undecided = _status(client, pid, "c", "d")
     assert (undecided["confidence"], undecided["contested"]) == (None, False)
     # strict: a label no live answer contradicts is trusted
