@@ -6,7 +6,9 @@ chain of positives, or a negative label with chains on either side, ``docs/closu
 confidence is the greatest, over its proofs, of the least confidence among the proof's labels:
 a bottleneck (widest-path) value, which does not depend on which proof a listing shows. It is
 computed for every pair at once on dense ``n × n`` matrices (``O(n³)`` numpy, no Python loop per
-pair), so the exports and ``pairs/status`` read the same numbers.
+pair) over the concepts that asserted labels name (only those are in decided pairs), so the
+exports and ``pairs/status`` read the same numbers; when every label has the same confidence
+(``strict``'s trusted labels) every decided pair has it, with nothing computed.
 """
 
 from __future__ import annotations
@@ -26,23 +28,37 @@ Pair = tuple[Hashable, Hashable]
 class Derived:
     """The confidence of every pair a closure decides (:func:`derived_confidence`)."""
 
-    def __init__(self, closure: Closure, positive: np.ndarray, negative: np.ndarray,
-                 asserted: Mapping[Any, float]) -> None:
-        self._index = {c: k for k, c in enumerate(closure.concepts)}
+    @classmethod
+    def alike(cls, confidence: float) -> Derived:
+        """Every label (and so every decided pair) of this confidence, no closure needed:
+        :meth:`of` then answers for any pair, to be asked of decided pairs only."""
+        empty = np.zeros((0, 0))
+        return cls(None, {}, empty, empty, {}, confidence)
+
+    def __init__(self, closure: Closure | None, index: Mapping[Hashable, int],
+                 positive: np.ndarray,
+                 negative: np.ndarray, asserted: Mapping[Any, float],
+                 uniform: float | None = None) -> None:
+        self._index = index  # concept -> row of the matrices (the labels' concepts only)
         self._closure = closure
         self._positive, self._negative = positive, negative
         self._asserted = asserted
+        self._uniform = uniform  # every label alike: every decided pair has this confidence
 
     def of(self, a: Hashable, b: Hashable) -> float | None:
         """The confidence of the decided pair ``(a, b)``; None when it is undecided."""
+        if self._closure is None:
+            return self._uniform
         if (a, b) in self._asserted:
             return float(self._asserted[(a, b)])
         i, j = self._index.get(a), self._index.get(b)
-        if i is None or j is None:
+        if i is None or j is None:  # a concept no label names: the pair is undecided
             return None
         value = self._closure.status(a, b).value
         if value is None:
             return None
+        if self._uniform is not None:
+            return self._uniform
         return float(self._positive[i, j] if value else self._negative[i, j])
 
 
@@ -79,12 +95,20 @@ def derived_confidence(closure: Closure, asserted: Mapping[Any, float]) -> Deriv
     >>> d.of("a", "c"), d.of("c", "a"), d.of("c", "d"), d.of("b", "d"), d.of("a", "d")
     (0.7, 0.7, 0.7, 0.8, None)
     """
-    n, index = closure.n, {c: k for k, c in enumerate(closure.concepts)}
+    labels = closure.asserted
+    weights = {pair: float(asserted.get(pair, 1.0)) for pair in labels}
+    # a decided pair's concepts are both named by asserted labels (closure.md): only those rows
+    named = list(dict.fromkeys(c for pair in labels for c in pair))
+    index = {c: k for k, c in enumerate(named)}
+    levels = set(weights.values())
+    if len(levels) <= 1:  # every label alike (strict's trusted labels): nothing to compute
+        empty = np.zeros((0, 0))
+        return Derived(closure, index, empty, empty, weights, next(iter(levels), 1.0))
+    n = len(named)
     pos_w = np.zeros((n, n))
     neg_w = np.zeros((n, n))
-    for (a, b), value in closure.asserted.items():
-        weight = float(asserted.get((a, b), 1.0))
-        (pos_w if value else neg_w)[index[a], index[b]] = weight
+    for (a, b), value in labels.items():
+        (pos_w if value else neg_w)[index[a], index[b]] = weights[(a, b)]
     widest = _widest(pos_w)
     # an asserted negative (u, v) with u ⪯ i and j ⪯ v makes (i, j) negative
     through = np.zeros((n, n))  # [i, v]: max over u of min(widest[u, i], neg_w[u, v])
@@ -94,4 +118,4 @@ def derived_confidence(closure: Closure, asserted: Mapping[Any, float]) -> Deriv
     np.fill_diagonal(negative, 0.0)
     for v in np.flatnonzero(through.any(axis=0)):
         np.maximum(negative, np.minimum(through[:, v, None], widest[None, :, v]), out=negative)
-    return Derived(closure, widest, negative, dict(asserted))
+    return Derived(closure, index, widest, negative, weights)

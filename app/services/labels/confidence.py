@@ -26,11 +26,11 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from app.services.team import LiveAnswer, answers_fingerprint, live_answers, votes
-from models import AssertedLabel, Concept, Disagreement, Project
+from models import Answer, AssertedLabel, Concept, Disagreement, Project
 from reasoning.closure import Closure, Label
 from reasoning.consensus import consensus
 from reasoning.consensus.confidence import Derived, derived_confidence
@@ -43,7 +43,7 @@ Pair = tuple[int, int]
 @dataclass(frozen=True)
 class PairConfidence:
     """Each decided pair's confidence and the contested pairs of one project (by concept
-    ids)."""
+    ids). :meth:`of` is asked of decided pairs only."""
 
     derived: Derived
     contested: frozenset[Pair]
@@ -85,6 +85,16 @@ _cache_lock = threading.Lock()
 _CACHED = 8
 
 
+def _contradicted(session: Session, project_id: int) -> bool:
+    """Whether some live answer contradicts the live label on its pair."""
+    found = session.scalar(select(Answer.id).join(AssertedLabel, and_(
+        AssertedLabel.project_id == Answer.project_id, AssertedLabel.a_id == Answer.a_id,
+        AssertedLabel.b_id == Answer.b_id, AssertedLabel.retracted_at.is_(None),
+        AssertedLabel.positive != Answer.positive)).where(
+        Answer.project_id == project_id, Answer.retracted_at.is_(None)).limit(1))
+    return found is not None
+
+
 def _derived(session: Session, project_id: int) -> Derived:
     """The project's :class:`Derived` confidences, cached until its answers or labels change
     or its policy change (the fingerprint moves with the project's version)."""
@@ -102,9 +112,13 @@ def _derived(session: Session, project_id: int) -> Derived:
         select(AssertedLabel.a_id, AssertedLabel.b_id, AssertedLabel.positive).where(
             AssertedLabel.project_id == project_id, AssertedLabel.retracted_at.is_(None))
         .order_by(AssertedLabel.id))}
-    closure = Closure.from_labels([Label(a, b, v) for (a, b), v in labels.items()], concepts)
-    derived = derived_confidence(closure, label_confidences(
-        labels, live_answers(session, project_id), policy, concepts))
+    if policy == "strict" and not _contradicted(session, project_id):
+        derived = Derived.alike(1.0)  # every label trusted: nothing to compute
+    else:
+        closure = Closure.from_labels([Label(a, b, v) for (a, b), v in labels.items()],
+                                      concepts)
+        derived = derived_confidence(closure, label_confidences(
+            labels, live_answers(session, project_id), policy, concepts))
     with _cache_lock:
         if len(_cache) >= _CACHED and key not in _cache:
             _cache.pop(next(iter(_cache)))
