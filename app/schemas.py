@@ -451,6 +451,11 @@ class LabelItem(BaseModel):
     annotator: str | None
     created_at: datetime | None
     retracted_at: datetime | None = None
+    confidence: float | None = Field(
+        default=None, description="How sure the decided pair is (as `pairs/status` says; null "
+        "for a retracted label).")
+    contested: bool = Field(
+        default=False, description="The pair has an open disagreement (the map marks it).")
 
 
 class LabelPage(BaseModel):
@@ -484,6 +489,13 @@ class PairStatus(BaseModel):
     prediction: float | None = Field(
         description="The prediction model's probability of positive (undecided pool pairs)."
     )
+    confidence: float | None = Field(
+        default=None, description="How sure the decided pair is (null: undecided): an asserted "
+        "pair's label's posterior given the answers on it (strict: 1.0 when no live answer "
+        "contradicts it); an inferred pair's, the weakest label of its strongest proof "
+        "(docs/teams.md).")
+    contested: bool = Field(
+        default=False, description="The pair has an open disagreement (consensus).")
     model: ModelInfo | None = Field(
         default=None, description="The prediction model behind `prediction` (null: none yet).")
 

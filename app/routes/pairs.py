@@ -57,7 +57,7 @@ def get_pair_status(view: ReadProject, a: ConceptQuery, b: ConceptQuery,
     For an undecided pool pair, `prediction` is the newest prediction model's probability of
     positive (`model` says which; `fresh=true` waits for one trained on the current labels).
     """
-    status = pair_status(view.state, a, b)
+    status = pair_status(view.state, a, b, view.session)
     row = view.state.pool.row_of.get((view.state.id_of[a], view.state.id_of[b]))
     if status.status == "undecided" and row is not None:
         proba, info = prediction_of(view, fresh=fresh)

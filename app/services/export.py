@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, aliased
 
 from app.errors import ValidationFailed
 from app.schemas import DEFAULT_QUESTION, label_value
-from app.services.labels.listing import Filters, iter_labels, snapshot
+from app.services.labels.listing import Filters, iter_labels, snapshot, with_confidence
 from app.services.labels.policy import DEFAULT_POLICY
 from app.services.state import decode_features
 from models import Answer, AssertedLabel, Concept, ConceptLink, ConceptText, Disagreement, PoolPair
@@ -39,7 +39,9 @@ __all__ = [
     "project_lines",
 ]
 
-CSV_COLUMNS = ["a", "b", "label", "source", "id", "caused_by", "annotator"]
+CSV_COLUMNS = ["a", "b", "label", "source", "id", "caused_by", "annotator", "confidence",
+               "contested"]
+"""The columns of the CSV export and the keys of the JSON export's items (new ones appended)."""
 # A spreadsheet runs a cell that starts with one of these as a formula (OWASP, CSV injection).
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -61,9 +63,10 @@ _CHUNK = 1 << 16  # characters per chunk of the stream
 
 
 def _decided(session: Session, project_id: int) -> Iterator[dict[str, Any]]:
-    """Every decided pair, in the order of ``GET labels``, streamed from the stored lines."""
+    """Every decided pair, in the order of ``GET labels``, streamed from the stored lines,
+    with its ``confidence`` and whether it is ``contested``."""
     snap = snapshot(session, project_id)
-    return iter_labels(session, snap, Filters())
+    return with_confidence(session, snap, iter_labels(session, snap, Filters()))
 
 
 def _chunks(parts: Iterator[str]) -> Iterator[bytes]:
@@ -80,14 +83,22 @@ def _chunks(parts: Iterator[str]) -> Iterator[bytes]:
         yield "".join(buffer).encode("utf-8")
 
 
+def _cell(value: Any) -> Any:
+    """A CSV cell: empty for None, ``true``/``false`` for a boolean, else neutralised."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return neutralise_cell(value)
+
+
 def _csv(items: Iterator[dict[str, Any]]) -> Iterator[str]:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, extrasaction="ignore",
                             lineterminator="\n")
     writer.writeheader()
     for item in items:
-        writer.writerow({k: "" if item.get(k) is None else neutralise_cell(item[k])
-                         for k in CSV_COLUMNS})
+        writer.writerow({k: _cell(item.get(k)) for k in CSV_COLUMNS})
         if buffer.tell() >= _CHUNK:
             yield buffer.getvalue()
             buffer.seek(0)
@@ -114,12 +125,15 @@ _GRAPHML_HEAD = (
     'http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd">\n'
     '  <key id="d0" for="edge" attr.name="asserted" attr.type="boolean"/>\n'
     '  <key id="d1" for="edge" attr.name="caused_by" attr.type="long"/>\n'
+    '  <key id="d2" for="edge" attr.name="confidence" attr.type="double"/>\n'
+    '  <key id="d3" for="edge" attr.name="contested" attr.type="boolean"/>\n'
     '  <graph edgedefault="directed">\n')
 
 
 def _graphml(session: Session, project_id: int,
              items: Iterator[dict[str, Any]]) -> Iterator[str]:
-    """The positive relation as GraphML, written as it streams (asserted edges marked)."""
+    """The positive relation as GraphML, written as it streams (asserted edges marked; each
+    edge's confidence, and whether it is contested)."""
     yield _GRAPHML_HEAD
     for name in session.scalars(select(Concept.name).where(Concept.project_id == project_id)
                                 .order_by(Concept.id)):
@@ -129,7 +143,10 @@ def _graphml(session: Session, project_id: int,
             asserted = "true" if item["source"] == "asserted" else "false"
             yield (f"    <edge source={quoteattr(item['a'])} target={quoteattr(item['b'])}>"
                    f'<data key="d0">{asserted}</data>'
-                   f'<data key="d1">{int(item["caused_by"])}</data></edge>\n')
+                   f'<data key="d1">{int(item["caused_by"])}</data>'
+                   f'<data key="d2">{item["confidence"]!r}</data>'
+                   f'<data key="d3">{"true" if item["contested"] else "false"}</data>'
+                   '</edge>\n')
     yield "  </graph>\n</graphml>\n"
 
 

@@ -18,7 +18,9 @@ from reasoning.consensus.agreement import (
     agreement,
 )
 from reasoning.consensus.core import (
+    SETTLE_ANSWERS,
     SETTLE_ODDS,
+    TIE_DELTA,
     Consensus,
     Vote,
     check_candidates,
@@ -29,7 +31,9 @@ from reasoning.consensus.core import (
 
 __all__ = [
     "KAPPA_MIN_SHARED",
+    "SETTLE_ANSWERS",
     "SETTLE_ODDS",
+    "TIE_DELTA",
     "Agreement",
     "AnnotatorAgreement",
     "Vote",

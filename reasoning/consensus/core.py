@@ -29,7 +29,9 @@ from reasoning.closure import Closure, Label, bit_positions
 from reasoning.consensus.em import Fit, fit_one_coin
 
 __all__ = [
+    "SETTLE_ANSWERS",
     "SETTLE_ODDS",
+    "TIE_DELTA",
     "Vote",
     "Consensus",
     "check_candidates",
@@ -40,7 +42,22 @@ __all__ = [
 
 SETTLE_ODDS = 4.0
 """A pair answered both ways is settled when the answers' likelihood ratio for the winning
-value reaches these odds (two agreeing answers against one at accuracy 0.8 do, 1:1 never)."""
+value reaches these odds and :data:`SETTLE_ANSWERS` answers give it (two agreeing answers
+against one at accuracy 0.8 do, 1:1 never)."""
+
+SETTLE_ANSWERS = 2
+"""A pair answered both ways is settled only when at least this many answers give its likelier
+value: one answer against one stays contested however the annotators are rated (it is decided
+for the better rated one, unless a tie), and a third answer or a reviewer settles it."""
+
+TIE_DELTA = 0.1
+"""A pair answered both ways whose posterior lies within ``[0.5 - TIE_DELTA, 0.5 + TIE_DELTA]``
+(odds of at most 1.5 : 1 either way) is a tie: its answers leave it undecided between the two
+values, so it is not asserted (the closure of the other labels may still decide it) and it stays
+contested. One "yes" against one "no" of annotators of equal standing is a tie; so is one
+against one between estimated accuracies of 0.9 and 0.86. A pair answered once is never a tie
+(its posterior is its annotator's accuracy; second opinions and check questions deal with
+annotators estimated near one half)."""
 
 _ROUNDS = 2
 """The fits: one on the answers, one more with the order's evidence when it has any."""
@@ -75,21 +92,30 @@ class Consensus:
     ----------
     labels : dict
         The asserted labels ``(a, b) -> positive``: every answered pair but those that gave
-        way; consistent.
+        way and the ties; consistent.
     confidence : dict
         Per answered pair, the posterior probability of its consensus value (1.0 for a
-        reviewer's; below one half for a pair that gave way).
+        reviewer's; below one half for a pair that gave way; for a tie the closure leaves
+        undecided, the posterior of the likelier value, at most ``0.5 + TIE_DELTA``).
     accuracy : dict
         Per annotator (None: anonymous), the estimated probability that an answer is correct.
     gave_way : list
         The answered pairs whose most likely value contradicted stronger labels.
     contested : dict
         The pairs in dispute and the answers on them: answered both ways and not settled
-        (:data:`SETTLE_ODDS`), or gave way; never one a reviewer resolved.
+        (:data:`SETTLE_ODDS`, :data:`SETTLE_ANSWERS`; a tie never is), or gave way; never one
+        a reviewer resolved.
     values : dict
-        Per answered pair, its value in the closure of ``labels``.
+        Per answered pair that the closure of ``labels`` decides, its value there (a tie the
+        other labels do not decide is absent).
+    tied : list
+        The answered pairs whose answers leave them a tie (:data:`TIE_DELTA`): not in
+        ``labels``; contested when answered both ways.
     closure : Closure or None
         The closure of ``labels`` (do not mutate; :meth:`Closure.copy` first).
+    posterior : dict
+        Per answered pair, the probability that it is positive given its answers (1.0 or 0.0
+        for a reviewer's).
     """
 
     labels: dict[Pair, bool]
@@ -99,6 +125,8 @@ class Consensus:
     contested: dict[Pair, list[Vote]]
     values: dict[Pair, bool] = field(default_factory=dict)
     closure: Closure | None = field(default=None, compare=False, repr=False)
+    tied: list[Pair] = field(default_factory=list)
+    posterior: dict[Pair, float] = field(default_factory=dict)
 
 
 def effective_answers(answers: Iterable[Vote]) -> tuple[list[Vote], dict[Pair, Vote]]:
@@ -185,6 +213,30 @@ def _table(answers: Sequence[Vote], known: dict[Hashable, int]) -> _Table:
                   check, plain, ia, ib, [items[(ans.a, ans.b)] for ans in order])
 
 
+def _split(table: _Table) -> np.ndarray:
+    """Per item, whether it has answers both ways."""
+    n = len(table.pairs)
+    return (np.bincount(table.item, weights=table.positive, minlength=n) > 0) & (
+        np.bincount(table.item, weights=~table.positive, minlength=n) > 0)
+
+
+def _tied(table: _Table, fit: Fit) -> np.ndarray:
+    """Per item, whether its answers leave it a tie (:data:`TIE_DELTA`): answered both ways,
+    no reviewer's resolution, the posterior near one half."""
+    reviewed = ~np.isnan(table.reviewed)
+    return (np.abs(fit.posterior - 0.5) <= TIE_DELTA + 1e-12) & _split(table) & ~reviewed
+
+
+def _unsettled(table: _Table, fit: Fit) -> np.ndarray:
+    """Per item, whether its answers have not settled it: the likelihood ratio of the likelier
+    value is below :data:`SETTLE_ODDS`, or fewer than :data:`SETTLE_ANSWERS` answers give it."""
+    n = len(table.pairs)
+    yes = np.bincount(table.item, weights=table.positive, minlength=n)
+    no = np.bincount(table.item, weights=~table.positive, minlength=n)
+    support = np.where(fit.posterior >= 0.5, yes, no)
+    return (np.abs(fit.llr) < np.log(SETTLE_ODDS)) | (support < SETTLE_ANSWERS)
+
+
 def _consistent(table: _Table, fit: Fit, concepts: Sequence[Hashable], review_order: list[int],
                 *, try_bulk: bool = True) -> tuple[Closure, list[int]]:
     """Add every item's most likely value by descending confidence: the closure, and the
@@ -192,7 +244,7 @@ def _consistent(table: _Table, fit: Fit, concepts: Sequence[Hashable], review_or
     value = fit.posterior >= 0.5
     strength = np.maximum(fit.posterior, 1.0 - fit.posterior)
     reviewed = ~np.isnan(table.reviewed)
-    rest = np.flatnonzero(~reviewed)
+    rest = np.flatnonzero(~reviewed & ~_tied(table, fit))
     rest = rest[np.lexsort((rest, -strength[rest], table.check_only[rest]))]
     order = review_order + rest.tolist()
     pairs = table.pairs
@@ -271,14 +323,15 @@ def _order_evidence(table: _Table, fit: Fit, gave: list[int]) -> np.ndarray:
 def _result(table: _Table, fit: Fit, closure: Closure, gave: list[int],
             reviewed: np.ndarray) -> Consensus:
     pairs = table.pairs
-    closed = closure.values_by_index(table.ia, table.ib) == 1
+    state = closure.values_by_index(table.ia, table.ib)  # 1, 0, or -1 (undecided)
+    closed = state == 1
     post = np.where(reviewed, np.nan_to_num(table.reviewed), fit.posterior)
-    conf = np.where(closed, post, 1.0 - post)
-    gave_set = set(gave)
-    labels = {p: bool(closed[k]) for k, p in enumerate(pairs) if k not in gave_set}
-    both = (np.bincount(table.item, weights=table.positive, minlength=len(pairs)) > 0) & (
-        np.bincount(table.item, weights=~table.positive, minlength=len(pairs)) > 0)
-    unsettled = np.abs(fit.llr) < np.log(SETTLE_ODDS)
+    conf = np.where(state < 0, np.maximum(post, 1.0 - post), np.where(closed, post, 1.0 - post))
+    tied = _tied(table, fit)
+    skip = set(gave) | set(np.flatnonzero(tied).tolist())
+    labels = {p: bool(closed[k]) for k, p in enumerate(pairs) if k not in skip}
+    both = _split(table)
+    unsettled = _unsettled(table, fit) | tied
     disputed = ((both & unsettled) | np.isin(np.arange(len(pairs)), gave)) & ~reviewed
     contested: dict[Pair, list[Vote]] = {pairs[k]: [] for k in np.flatnonzero(disputed)}
     for ans in table.answers:
@@ -291,8 +344,10 @@ def _result(table: _Table, fit: Fit, closure: Closure, gave: list[int],
         accuracy={name: float(fit.accuracy[j]) for j, name in enumerate(table.annotators)},
         gave_way=[pairs[k] for k in gave],
         contested=contested,
-        values={p: bool(closed[k]) for k, p in enumerate(pairs)},
+        values={p: bool(closed[k]) for k, p in enumerate(pairs) if state[k] >= 0},
         closure=closure,
+        tied=[pairs[k] for k in np.flatnonzero(tied)],
+        posterior={p: float(post[k]) for k, p in enumerate(pairs)},
     )
 
 

@@ -121,13 +121,16 @@ class _Run:
         self.out.wrong.append(int(wrong.sum()))
         self.out.reasons[reason] = self.out.reasons.get(reason, 0) + 1
 
-    def next_row(self) -> int | None:
-        """The next new pool row: a seed row not decided yet, else the strategy's choice."""
+    def next_row(self, answered: np.ndarray | None = None) -> int | None:
+        """The next new pool row: a seed row not decided yet, else the strategy's choice
+        (never a row ``answered`` marks: a tie left undecided is asked as a disagreement)."""
         while self.seeds:
             row = self.seeds.pop(0)
-            if self.values[row] < 0:
+            if self.values[row] < 0 and (answered is None or not answered[row]):
                 return row
         candidates = self.values < 0
+        if answered is not None:
+            candidates &= ~answered
         if not candidates.any():
             return None
         chooser, strategy = self.chooser, self.chooser.strategy
@@ -208,14 +211,15 @@ class _Consensus:
         self.by_pair: dict[Pair, list[Vote]] = {}
         self.pending: int | None = None
         self.stake: dict[Pair, int] = {}
+        self.answered = np.zeros(len(run.pairs), dtype=bool)
         result = consensus([], range(run.n), weighted=weighted)
         run.closure = result.closure if result.closure is not None else Closure(range(run.n))
         self.view = TeamView(result, self.by_pair, set(run.rows), run.proba, self.stake)
 
     def new_pair(self) -> tuple[int, int] | None:
         run = self.run
-        if self.pending is None or run.values[self.pending] >= 0:
-            self.pending = run.next_row()
+        if self.pending is None or run.values[self.pending] >= 0 or self.answered[self.pending]:
+            self.pending = run.next_row(self.answered)
         if self.pending is None:
             return None
         return int(run.pairs[self.pending, 0]), int(run.pairs[self.pending, 1])
@@ -241,6 +245,7 @@ class _Consensus:
         answer = Vote(pair[0], pair[1], run.team.answer(row, member), name,
                         check=choice.check, order=len(self.answers))
         self.answers.append(answer)
+        self.answered[row] = True
         self.by_pair.setdefault(pair, []).append(answer)
         result = self.view.result
         if run.values[row] < 0 and len(self.by_pair[pair]) == 1:  # a new pair: no dispute

@@ -307,3 +307,35 @@ def test_bad_disagreement_records_are_refused_with_their_lines(client: TestClien
                            headers={"Content-Type": "application/jsonl"})
     assert response.status_code == 422, response.text
     assert sorted(e["line"] for e in response.json()["errors"]) == [3, 4, 5, 6, 7]
+
+
+@pytest.mark.parametrize("policy", ["strict", "consensus"])
+def test_confidence_and_contested_come_back_identical_in_every_export(
+        client: TestClient, other_client: TestClient, policy: str) -> None:
+    """Each decided pair's confidence and contested flag are computed from what the project
+    export carries (its answers, labels, policy and disagreements): an import gives them back."""
+    pid = _team_project(client, policy=policy)
+    exported = client.get(f"/projects/{pid}/export", params={"format": "project"}).text
+    target = new_project(other_client)
+    imported = other_client.post(f"/projects/{target}/import", content=exported.encode(),
+                                 headers={"Content-Type": "application/jsonl"})
+    assert imported.status_code == 200, imported.text
+    for fmt in ("csv", "json", "graphml"):
+        mine = client.get(f"/projects/{pid}/export", params={"format": fmt}).text
+        theirs = other_client.get(f"/projects/{target}/export", params={"format": fmt}).text
+        assert theirs.replace(f"project-{target}", "") == mine.replace(f"project-{pid}", "") \
+            or fmt == "json"
+    items = client.get(f"/projects/{pid}/export", params={"format": "json"}).json()["items"]
+    again = other_client.get(f"/projects/{target}/export",
+                             params={"format": "json"}).json()["items"]
+    assert [(i["a"], i["b"], i["confidence"], i["contested"]) for i in items] == [
+        (i["a"], i["b"], i["confidence"], i["contested"]) for i in again]
+    assert all(0.0 <= i["confidence"] <= 1.0 for i in items)
+    by_pair = {(i["a"], i["b"]): i for i in items}
+    # (limit, derivative): two agreeing annotators and cy's refused/contested reverse answer
+    if policy == "strict":  # no live answer contradicts it: trusted
+        assert by_pair[("limit", "derivative")]["confidence"] == 1.0
+        assert not any(i["contested"] for i in items)
+    else:  # the posterior of two agreeing answers; a 1:1 split is contested
+        assert 0.9 < by_pair[("limit", "derivative")]["confidence"] < 1.0
+        assert any(i["contested"] for i in items)

@@ -324,7 +324,7 @@ def test_exports_hold_every_decided_pair(client: TestClient) -> None:
     response = client.get(f"/projects/{pid}/export", params={"format": "csv"})
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/csv")
     lines = response.text.strip().splitlines()
-    assert lines[0] == "a,b,label,source,id,caused_by,annotator"
+    assert lines[0] == "a,b,label,source,id,caused_by,annotator,confidence,contested"
     import csv
     rows = list(csv.DictReader(io.StringIO(response.text)))
     assert {(r["a"], r["b"], r["label"], r["source"]) for r in rows} == truth
@@ -340,6 +340,10 @@ def test_exports_hold_every_decided_pair(client: TestClient) -> None:
     assert set(graph.edges) == {(a, b) for a, b, v, _ in truth if v == "positive"}
     assert graph.edges["a", "b"]["asserted"] is True
     assert graph.edges["a", "c"]["asserted"] is False
+    assert graph.edges["a", "c"]["confidence"] == 1.0  # strict: no answer contradicts it
+    assert graph.edges["a", "c"]["contested"] is False
+    assert {r["confidence"] for r in rows} == {"1.0"} and {r["contested"] for r in rows} == {
+        "false"}
     assert_problem(client.get(f"/projects/{pid}/export", params={"format": "xlsx"}), 422,
                    "validation-error")
 

@@ -101,20 +101,18 @@ def test_a_retraction_that_settles_the_pair_closes_it_as_retraction(
 
 def test_an_answer_names_the_disagreement_of_the_reverse_pair(client: TestClient) -> None:
     pid = new_project(client, CONCEPTS, policy="consensus")
-    label(client, pid, "a", "b", annotator="ann")
-    opened = label(client, pid, "b", "a", annotator="bob").json()
+    label(client, pid, "b", "a", annotator="bob")
+    opened = label(client, pid, "a", "b", annotator="ann").json()
     [ref] = opened["disagreements"]
-    assert ref["state"] == "opened" and {ref["a"], ref["b"]} == {"a", "b"}
-    # an answer on (a, b) that settles the disagreement of (b, a)
-    [item] = _items(client, pid)
-    assert (item["a"], item["b"]) == ("b", "a")
-    closing = label(client, pid, "a", "b", "negative", annotator="cy").json()
-    assert closing["disagreement"] is None  # kept as it was: the answer's own pair only
-    assert closing["disagreements"] == [{"id": item["id"], "a": "b", "b": "a",
-                                         "state": "closed"}]
-    [done] = _items(client, pid)
-    assert (done["state"], done["closed_reason"]) == ("closed", "answers")
-    assert closing["closed_others"] == 0
+    assert ref["state"] == "opened" and (ref["a"], ref["b"]) == ("a", "b")
+    # a second "yes" on (a, b): its own dispute closes, and bob's (b, a) now gives way
+    settling = label(client, pid, "a", "b", annotator="cy").json()
+    assert settling["disagreement"] == {"id": ref["id"], "state": "closed"}  # its own pair only
+    states = {(d["a"], d["b"]): d["state"] for d in settling["disagreements"]}
+    assert states == {("a", "b"): "closed", ("b", "a"): "opened"}
+    [done] = [i for i in _items(client, pid, "closed") if i["id"] == ref["id"]]
+    assert done["closed_reason"] == "answers"
+    assert settling["closed_others"] == 0
 
 
 def test_reopened_it_stays_open_until_a_reviewer_resolves_it(client: TestClient) -> None:
@@ -160,19 +158,25 @@ def test_a_switch_to_strict_closes_them_as_policy_and_review_steps_need_consensu
     assert _items(client, pid, "open") == []
 
 
-def test_a_resolution_says_how_many_others_its_refit_closed(client: TestClient) -> None:
+def test_a_resolution_and_its_undo_say_how_many_others_their_refit_opened_and_closed(
+        client: TestClient) -> None:
     pid = new_project(client, CONCEPTS, policy="consensus")
-    for a, b, value, who in [("a", "b", "positive", "ann"), ("a", "b", "negative", "bob"),
-                             ("a", "c", "positive", "ann"), ("a", "c", "negative", "bob"),
-                             ("b", "c", "positive", "ann"), ("b", "c", "positive", "bob")]:
+    for a, b, value, who in [("a", "b", "positive", "eve"),  # one answer: asserted
+                             ("b", "c", "positive", "ann"), ("b", "c", "negative", "bob"),  # tie
+                             ("a", "c", "negative", "cy")]:  # no path forces (a, c) yet
         label(client, pid, a, b, value, annotator=who)
-    first, second = _items(client, pid, "open")
-    assert (first["a"], first["b"], second["a"], second["b"]) == ("a", "b", "a", "c")
-    body = _step(client, pid, first["id"], "resolve", label="positive").json()
-    closed = [i for i in _items(client, pid, "closed") if i["id"] != first["id"]]
-    assert body["closed_others"] == len(closed) == 1
-    assert closed[0]["closed_reason"] == "reviewer"
-    assert closed[0]["closed_at"] == body["closed_at"]
+    [tie] = _items(client, pid, "open")
+    assert (tie["a"], tie["b"]) == ("b", "c")
+    # once the reviewer says b < c, eve's a < b and cy's "no" on (a, c) cannot both stand:
+    # one of them gives way and is disputed
+    body = _step(client, pid, tie["id"], "resolve", label="positive").json()
+    opened = [i for i in _items(client, pid, "open") if i["id"] != tie["id"]]
+    assert body["opened_others"] == len(opened) == 1 and body["closed_others"] == 0
+    assert (opened[0]["a"], opened[0]["b"]) in {("a", "b"), ("a", "c")}
+    undone = _step(client, pid, tie["id"], "undo").json()
+    closed = [i for i in _items(client, pid, "closed") if i["id"] == opened[0]["id"]]
+    assert undone["closed_others"] == len(closed) == 1
+    assert closed[0]["closed_reason"] == "retraction"
 
 
 def test_an_answer_says_how_many_others_its_refit_closed(client: TestClient) -> None:

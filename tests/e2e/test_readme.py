@@ -126,7 +126,8 @@ def _check(answers: list[Any], cwd: Path) -> None:
     predicted = [i for i in concept_map["items"] if i["source"] == "predicted"]
     assert len(predicted) == 2 and all(0 <= i["probability"] <= 1 for i in predicted)
     rows = [line for line in csv.splitlines() if line]
-    assert rows[0] == "a,b,label,source,id,caused_by,annotator" and len(rows) == 1 + 6
+    assert rows[0] == "a,b,label,source,id,caused_by,annotator,confidence,contested" \
+        and len(rows) == 1 + 6
     graph = nx.read_graphml(cwd / "calculus.graphml")
     assert set(graph.edges) == {("limit", "derivative"), ("derivative", "integral"),
                                 ("limit", "integral")}

@@ -82,6 +82,14 @@ def served_check(session: Session, project_id: int, annotator: str | None, a_id:
         .order_by(CheckQuestion.id.desc()).limit(1))
 
 
+def _disputed(session: Session, project_id: int, a_id: int, b_id: int) -> bool:
+    """Whether ``(a_id, b_id)`` has an open disagreement (an agreeing answer on its reverse
+    pair may settle it, so it takes the full path)."""
+    return session.scalar(select(Disagreement.id).where(
+        Disagreement.project_id == project_id, Disagreement.a_id == a_id,
+        Disagreement.b_id == b_id, Disagreement.closed_at.is_(None)).limit(1)) is not None
+
+
 # ---------------------------------------------------------------------------- one answer
 @dataclass(frozen=True)
 class _Repeat:
@@ -120,7 +128,8 @@ def _plan_answer(work: ProjectWork, body: LabelIn) -> _Plan:
     check = served_check(session, state.project_id, body.annotator, a_id, b_id)
     live = state.labels.get((a_id, b_id))
     if rows and live is not None and live.positive == positive and all(
-            r.positive == positive for r in rows):
+            r.positive == positive for r in rows) and not _disputed(session, state.project_id,
+                                                                    b_id, a_id):
         return _Agrees(live, check)  # nothing to dispute: no label can change
     if not rows:
         was_decided = state.closure.status(a_id, b_id).value is not None

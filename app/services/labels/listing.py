@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 import threading
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -25,11 +25,12 @@ from sqlalchemy.orm import Session
 
 from app.schemas import label_value
 from app.services.cursors import LABELS
+from app.services.labels.confidence import pair_confidence
 from app.services.labels.store import decode
 from models import AssertedLabel, ClosureEffect, Concept, Project
 from reasoning.closure import bit_positions as _bits
 
-__all__ = ["Filters", "Snapshot", "iter_labels", "list_labels", "snapshot"]
+__all__ = ["Filters", "Snapshot", "iter_labels", "list_labels", "snapshot", "with_confidence"]
 
 
 @dataclass(frozen=True)
@@ -258,6 +259,22 @@ def list_labels(session: Session, project_id: int, *, source: str, label: str | 
         if limit is not None and len(items) == limit:
             last = items[-1]
             key = last["id"] if last["source"] != "inferred" else last["caused_by"]
-            return items, total, LABELS.encode(int(key), last["a"], last["b"])
+            following = LABELS.encode(int(key), last["a"], last["b"])
+            return list(with_confidence(session, snap, items)), total, following
         items.append(item)
-    return items, total, None
+    return list(with_confidence(session, snap, items)), total, None
+
+
+def with_confidence(session: Session, snap: Snapshot,
+                    items: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The items, each decided pair with its ``confidence`` and ``contested``
+    (:mod:`app.services.labels.confidence`; a retracted label has neither)."""
+    known = None
+    id_of = dict(zip(snap.names, snap.ids, strict=True))
+    for item in items:
+        if item["source"] != "retracted":
+            known = known or pair_confidence(session, snap.project_id)
+            a_id, b_id = id_of[item["a"]], id_of[item["b"]]
+            item["confidence"] = known.of(a_id, b_id)
+            item["contested"] = known.is_contested(a_id, b_id)
+        yield item

@@ -10,8 +10,11 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from app.errors import Contradiction, InvalidLabel, UnknownConcepts
 from app.schemas import LabelRef, PairStatus, label_value
+from app.services.labels.confidence import pair_confidence
 from app.services.state import ProjectState
 from reasoning.closure import ContradictionError, Proof
 
@@ -87,11 +90,18 @@ def contradiction(state: ProjectState, a: str, b: str, positive: bool,
     )
 
 
-def pair_status(state: ProjectState, a: str, b: str) -> PairStatus:
-    """Status, source and proof of ``(a, b)`` from the caught-up state (no prediction)."""
+def pair_status(state: ProjectState, a: str, b: str,
+                session: Session | None = None) -> PairStatus:
+    """Status, source and proof of ``(a, b)`` from the caught-up state (no prediction); with
+    ``session``, a decided pair's confidence and whether it is contested
+    (:mod:`app.services.labels.confidence`)."""
     a_id, b_id = check_pair(state, a, b)
     status = state.closure.status(a_id, b_id)
     proof = state.closure.proof(a_id, b_id) if status.value is not None else None
+    confidence, contested = None, False
+    if session is not None and status.value is not None:
+        known = pair_confidence(session, state.project_id)
+        confidence, contested = known.of(a_id, b_id), known.is_contested(a_id, b_id)
     return PairStatus(
         a=a, b=b,
         status="undecided" if status.value is None else label_value(status.value),
@@ -101,4 +111,6 @@ def pair_status(state: ProjectState, a: str, b: str) -> PairStatus:
         chains=proof_chains(state, proof) if proof is not None else [],
         in_pool=(a_id, b_id) in state.pool.row_of,
         prediction=None,
+        confidence=confidence,
+        contested=contested,
     )

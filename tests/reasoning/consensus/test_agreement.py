@@ -33,7 +33,7 @@ def test_agreement_kappa_alpha_and_intervals():
     assert view.answers == len(answers)
     for row in view.annotators:
         assert row.accuracy.low <= row.accuracy.estimate <= row.accuracy.high
-        expected = np.mean([result.values[(x.a, x.b)] == x.positive
+        expected = np.mean([result.values.get((x.a, x.b)) == x.positive
                             for x in answers if x.annotator == row.annotator])
         assert row.agreement == pytest.approx(expected)
     shape = view.as_dict()
