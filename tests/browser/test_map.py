@@ -192,3 +192,31 @@ def test_redoc_makes_no_request_to_another_host(browser: Any, server: Server) ->
     assert elsewhere == blocked
     assert all(urlsplit(u).netloc == "cdn.redoc.ly" for u in blocked)
     assert f"{server.base_url}/openapi.json" in requested
+
+
+def test_a_contested_edge_is_marked_on_the_map(browser: Any, server: Server,
+                                                 api: httpx.Client) -> None:
+    pid = api.post("/projects", json={"name": "team", "policy": "consensus"}).json()["id"]
+    api.post(f"/projects/{pid}/concepts",
+             json={"concepts": [{"name": n} for n in ("a", "b", "c", "d", "e", "f")]})
+
+    def answer(a: str, b: str, value: str, who: str) -> None:
+        response = api.post(f"/projects/{pid}/labels",
+                            json={"a": a, "b": b, "label": value, "annotator": who})
+        assert response.status_code in (200, 201), response.text
+
+    for a, b in (("a", "b"), ("c", "d"), ("e", "f")):  # bob is wrong where two others agree
+        for who, value in (("ann", "positive"), ("cy", "positive"), ("bob", "negative")):
+            answer(a, b, value, who)
+    answer("b", "c", "positive", "ann")  # one against one: decided for ann, still in dispute
+    answer("b", "c", "negative", "bob")
+    disputed = api.get(f"/projects/{pid}/disagreements").json()["items"]
+    assert [(d["a"], d["b"]) for d in disputed] == [("b", "c")]
+    page = browser.new_page(viewport=VIEWPORT)
+    open_map(page, server.base_url, pid)
+    contested = page.locator("#edges path.contested")
+    assert contested.count() == 1
+    assert (contested.get_attribute("data-a"), contested.get_attribute("data-b")) == ("b", "c")
+    assert "contested" in contested.locator("title").text_content()
+    assert page.locator("#edges path.edge:not(.contested):not(.predicted)").count() == 3
+    assert "1 contested edge" in page.inner_text("#map-status")

@@ -219,12 +219,16 @@ async function drawMap() {
     const area = $("map").getBoundingClientRect();
     graph = layout([...concepts.keys()], positives.items.map((p) => [p.a, p.b]), guessed,
                    { width: Math.max(200, area.width - 24), height: Math.max(200, area.height - 24) });
+    // how sure each decided pair is, and whether it is in dispute (an open disagreement)
+    graph.about = new Map(positives.items.map((p) => [pairKey(p.a, p.b), p]));
+    graph.contested = graph.edges.filter(([a, b]) => graph.about.get(pairKey(a, b))?.contested).length;
     render();
     graph.fitted = null;
     fit();
     const ms = Math.round(performance.now() - started);
     $("map").dataset.layoutMs = String(ms);
     status.textContent = `${plural(concepts.size, "concept")}, ${plural(graph.edges.length, "edge")} of the reduction, ` +
+      (graph.contested ? `${plural(graph.contested, "contested edge")} (red), ` : "") +
       `${plural(graph.predicted.length, "predicted edge")} (p ≥ ${threshold})` +
       (graph.alone ? `, ${plural(graph.alone, "concept")} without edges below` : "") +
       (predicted.model ? "" : " — no prediction model yet") + ` — laid out in ${ms} ms`;
@@ -264,11 +268,22 @@ function nodeElement(name, p) {
   return g;
 }
 
+function edgeElement([a, b], predicted) {
+  const about = predicted ? null : graph.about.get(pairKey(a, b));
+  const cls = predicted ? "edge predicted" : about?.contested ? "edge contested" : "edge";
+  const path = svg("path", { d: edgePath(a, b), class: cls, "data-a": a, "data-b": b,
+                             "marker-end": predicted ? "url(#arrow-predicted)" : "url(#arrow)" });
+  const title = svg("title");
+  title.textContent = predicted ? `${a} → ${b}: predicted` : `${a} → ${b}` +
+    (about && about.confidence != null ? `: confidence ${Math.round(about.confidence * 100)} %` : "") +
+    (about?.contested ? ", contested (an open disagreement)" : "");
+  path.append(title);
+  return path;
+}
+
 function render() {
-  const drawn = [...graph.edges.map((e) => [e, "edge"]), ...graph.predicted.map((e) => [e, "edge predicted"])];
-  $("edges").replaceChildren(...drawn.map(([[a, b], cls]) => svg("path", {
-    d: edgePath(a, b), class: cls, "data-a": a, "data-b": b,
-    "marker-end": cls === "edge" ? "url(#arrow)" : "url(#arrow-predicted)" })));
+  $("edges").replaceChildren(...graph.edges.map((e) => edgeElement(e, false)),
+                             ...graph.predicted.map((e) => edgeElement(e, true)));
   const heading = [];
   if (graph.alone) {
     const t = svg("text", { x: 0, y: graph.gridTop - 14, class: "grid-title" });
