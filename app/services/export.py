@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, aliased
 
 from app.errors import ValidationFailed
 from app.schemas import DEFAULT_QUESTION, label_value
+from app.services.labels.confidence import pair_confidence
 from app.services.labels.listing import Filters, iter_labels, snapshot, with_confidence
 from app.services.labels.policy import DEFAULT_POLICY
 from app.services.state import decode_features
@@ -248,14 +249,19 @@ def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
     events: list[tuple[int, int, int, str]] = []
     labels = session.execute(
         select(AssertedLabel.id, a.name, b.name, AssertedLabel.positive, AssertedLabel.annotator,
-               AssertedLabel.version, AssertedLabel.retracted_version)
+               AssertedLabel.version, AssertedLabel.retracted_version, AssertedLabel.a_id,
+               AssertedLabel.b_id)
         .join(a, a.id == AssertedLabel.a_id).join(b, b.id == AssertedLabel.b_id)
         .where(AssertedLabel.project_id == pid)).all()
     batch = {version: n for n, version in enumerate(sorted({row[5] for row in labels}), 1)}
-    for label_id, a_name, b_name, positive, annotator, version, retracted in labels:
+    known = pair_confidence(session, pid) if labels else None
+    for label_id, a_name, b_name, positive, annotator, version, retracted, a_id, b_id in labels:
+        live = retracted is None and known is not None  # how sure the live labels are, as read
         events.append((version, 1, label_id, _line(
             "label", a=a_name, b=b_name, label=label_value(positive),
-            annotator=annotator, batch=batch[version])))
+            annotator=annotator, batch=batch[version],
+            confidence=known.of(a_id, b_id) if live and known else None,
+            contested=known.is_contested(a_id, b_id) if live and known else None)))
         if retracted is not None:
             # a write that replaces labels (a consensus's refit) retracts, then asserts
             events.append((retracted, 0, label_id, _line("retract", a=a_name, b=b_name)))

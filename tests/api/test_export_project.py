@@ -339,3 +339,20 @@ def test_confidence_and_contested_come_back_identical_in_every_export(
     else:  # the posterior of two agreeing answers; a 1:1 split is contested
         assert 0.9 < by_pair[("limit", "derivative")]["confidence"] < 1.0
         assert any(i["contested"] for i in items)
+
+
+@pytest.mark.parametrize("policy", ["strict", "consensus"])
+def test_the_project_export_gives_each_live_label_its_confidence(
+        client: TestClient, policy: str) -> None:
+    pid = _team_project(client, policy=policy)
+    lines = [json.loads(line) for line in client.get(
+        f"/projects/{pid}/export", params={"format": "project"}).text.splitlines()]
+    items = client.get(f"/projects/{pid}/export", params={"format": "json"}).json()["items"]
+    shown = {(i["a"], i["b"]): (i["confidence"], i["contested"]) for i in items
+             if i["source"] == "asserted"}
+    retracted = {(r["a"], r["b"]) for r in lines if r["kind"] == "retract"}
+    live = {(r["a"], r["b"]): (r.get("confidence"), r.get("contested")) for r in lines
+            if r["kind"] == "label" and "confidence" in r}
+    assert live and live == shown
+    assert all("confidence" not in r for r in lines if r["kind"] == "label"
+               and (r["a"], r["b"]) in retracted and (r["a"], r["b"]) not in shown)

@@ -81,6 +81,13 @@ class LabelRecord(LabelIn):
         default=None, ge=0, le=2**53,
         description="Labels of one batch are imported together, as one bulk import; a run "
         "of labels without it is one batch. The project export numbers its writes.")
+    confidence: float | None = Field(
+        default=None, ge=0.0, le=1.0,
+        description="A live label's confidence when the project was exported (the project "
+        "export writes it; an import computes it again from the answers, so it is not read).")
+    contested: bool | None = Field(
+        default=None, description="Whether the label's pair had an open disagreement when "
+        "the project was exported (written by the export, computed again on import).")
 
 
 Timestamp = Annotated[datetime, Strict(False)]
