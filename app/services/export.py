@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import quoteattr
@@ -205,6 +205,27 @@ def _disagreement_lines(session: Session, pid: int) -> Iterator[str]:
                     resolutions=resolved.get(row[0]))
 
 
+def _label_history(session: Session, pid: int, labels: Sequence[Any]) -> Iterator[str]:
+    """The ``label`` and ``retract`` records of ``labels`` (id, a, b, positive, annotator,
+    version, retracted version, a id, b id), in the order they were made; a live label with
+    its confidence and contested flag as they are now."""
+    events: list[tuple[int, int, int, str]] = []
+    batch = {version: n for n, version in enumerate(sorted({row[5] for row in labels}), 1)}
+    known = pair_confidence(session, pid) if labels else None
+    for label_id, a_name, b_name, positive, annotator, version, retracted, a_id, b_id in labels:
+        live = known if retracted is None else None  # how sure the live labels are, as read
+        events.append((version, 1, label_id, _line(
+            "label", a=a_name, b=b_name, label=label_value(positive),
+            annotator=annotator, batch=batch[version],
+            confidence=live.of(a_id, b_id) if live is not None else None,
+            contested=live.is_contested(a_id, b_id) if live is not None else None)))
+        if retracted is not None:
+            # a write that replaces labels (a consensus's refit) retracts, then asserts
+            events.append((retracted, 0, label_id, _line("retract", a=a_name, b=b_name)))
+    for *_, line in sorted(events):
+        yield line
+
+
 def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
     """The whole project as JSON Lines records that ``POST .../import`` reads back.
 
@@ -246,27 +267,13 @@ def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
         # computed features are computed again from the texts and links on import
         yield _line("pair", a=a_name, b=b_name,
                     features=None if computed else decode_features(blob).tolist())
-    events: list[tuple[int, int, int, str]] = []
     labels = session.execute(
         select(AssertedLabel.id, a.name, b.name, AssertedLabel.positive, AssertedLabel.annotator,
                AssertedLabel.version, AssertedLabel.retracted_version, AssertedLabel.a_id,
                AssertedLabel.b_id)
         .join(a, a.id == AssertedLabel.a_id).join(b, b.id == AssertedLabel.b_id)
         .where(AssertedLabel.project_id == pid)).all()
-    batch = {version: n for n, version in enumerate(sorted({row[5] for row in labels}), 1)}
-    known = pair_confidence(session, pid) if labels else None
-    for label_id, a_name, b_name, positive, annotator, version, retracted, a_id, b_id in labels:
-        live = retracted is None and known is not None  # how sure the live labels are, as read
-        events.append((version, 1, label_id, _line(
-            "label", a=a_name, b=b_name, label=label_value(positive),
-            annotator=annotator, batch=batch[version],
-            confidence=known.of(a_id, b_id) if live and known else None,
-            contested=known.is_contested(a_id, b_id) if live and known else None)))
-        if retracted is not None:
-            # a write that replaces labels (a consensus's refit) retracts, then asserts
-            events.append((retracted, 0, label_id, _line("retract", a=a_name, b=b_name)))
-    for *_, line in sorted(events):
-        yield line
+    yield from _label_history(session, pid, labels)
     yield from _answer_lines(session, pid, [(row[0], row[1], row[2]) for row in labels])
     yield from _disagreement_lines(session, pid)
 
