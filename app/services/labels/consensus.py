@@ -20,7 +20,7 @@ import numpy as np
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from app.errors import DisagreementNotFound, LabelNotFound, ReviewConflict
+from app.errors import DisagreementNotFound, ReviewConflict
 from app.schemas import (
     AnswerRetracted,
     BulkLabels,
@@ -55,6 +55,7 @@ from app.services.labels.shared import (
     closure_diff,
     label_created,
     live_answer,
+    live_pair,
     owner_of,
     resolve_bulk,
     store_label,
@@ -64,7 +65,7 @@ from app.services.labels.store import release
 from app.services.state import LiveLabel
 from app.services.team import LiveAnswer, pair_answers
 from app.services.unit import ProjectWork
-from models import AssertedLabel, CheckQuestion, Disagreement, Project, utcnow
+from models import CheckQuestion, Disagreement, Project, utcnow
 from reasoning.closure import ContradictionError
 
 __all__ = ["CONSENSUS", "ConsensusPolicy", "reopen_disagreement", "resolve_disagreement",
@@ -220,12 +221,7 @@ def _retract_label(work: ProjectWork, label_id: int, caller: Caller) -> LabelRet
     retracted and the consensus computed again without them, once ``caller`` may remove
     them all."""
     state = work.state
-    pair = state.pair_of_label.get(label_id)
-    if pair is None:
-        label = work.session.get(AssertedLabel, label_id)
-        if label is not None and label.project_id == state.project_id:
-            raise LabelNotFound(label_id, "this label was already retracted")
-        raise LabelNotFound(label_id)
+    pair = live_pair(work, label_id)
     positive = state.labels[pair].positive
     rows = [r for r in pair_answers(work.session, state.project_id, *pair)
             if r.positive == positive]

@@ -21,6 +21,7 @@ from app.errors import (
     BulkContradiction,
     Contradiction,
     InvalidItems,
+    LabelNotFound,
     UnknownConcepts,
 )
 from app.schemas import (
@@ -52,6 +53,7 @@ __all__ = [
     "label_created",
     "check_retract",
     "live_answer",
+    "live_pair",
     "owner_of",
     "resolve_bulk",
     "store_label",
@@ -232,6 +234,18 @@ def check_retract(work: ProjectWork, caller: Caller, *where: Any) -> None:
     rows = work.session.execute(select(Answer.annotator, Answer.role).where(
         Answer.project_id == work.state.project_id, Answer.retracted_at.is_(None), *where))
     caller.check_retract(owner_of(row.annotator, row.role) for row in rows)
+
+
+def live_pair(work: ProjectWork, label_id: int) -> tuple[int, int]:
+    """The pair of the project's live label ``label_id``; 404 when there is none (or it was
+    retracted already)."""
+    pair = work.state.pair_of_label.get(label_id)
+    if pair is None:
+        label = work.session.get(AssertedLabel, label_id)
+        if label is not None and label.project_id == work.state.project_id:
+            raise LabelNotFound(label_id, "this label was already retracted")
+        raise LabelNotFound(label_id)
+    return pair
 
 
 # ---------------------------------------------------------------------------- a long run

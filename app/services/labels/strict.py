@@ -55,6 +55,7 @@ from app.services.labels.shared import (
     check_retract,
     label_created,
     live_answer,
+    live_pair,
     owner_of,
     resolve_bulk,
     store_label,
@@ -362,12 +363,7 @@ def _plan_retraction(work: ProjectWork, label_id: int, caller: Caller) -> _Retra
     asserted (ids: causes follow that order), no lock held; once ``caller`` may remove the
     answers the label rests on."""
     state = work.state
-    pair = state.pair_of_label.get(label_id)
-    if pair is None:
-        label = work.session.get(AssertedLabel, label_id)
-        if label is not None and label.project_id == state.project_id:
-            raise LabelNotFound(label_id, "this label was already retracted")
-        raise LabelNotFound(label_id)
+    pair = live_pair(work, label_id)
     check_retract(work, caller, Answer.label_id == label_id, Answer.outcome.in_(ACCEPTED))
     closure, labels, updates = replay_live(state, without=label_id)
     return _Retraction(label_id, pair, state.labels[pair].positive, closure,
