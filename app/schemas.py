@@ -727,13 +727,52 @@ class CheckCounts(BaseModel):
     failed: int = Field(description="Of those, answered negative.")
 
 
+class TrendWindow(BaseModel):
+    answers: int = Field(description="Consecutive answers of the annotator in this window "
+                                     "(20, the oldest window possibly fewer).")
+    agreement: float = Field(description="The share of them that agrees with the consensus.")
+
+
 class AnnotatorAgreementItem(BaseModel):
     annotator: str | None = Field(description="null: answers posted without an annotator.")
     answers: int = Field(description="The answers that count (per pair the latest).")
     agreement: float | None = Field(description="The share of them that agrees with the "
-                                                "consensus.")
+                                                "consensus (an answer on a pair it leaves "
+                                                "undecided does not).")
     accuracy: AccuracyInterval | None
     checks: CheckCounts
+    false_no: int = Field(description="Their \"no\" on pairs the consensus decides positive.")
+    false_yes: int = Field(description="Their \"yes\" on pairs the consensus decides "
+                                       "negative.")
+    minority: int = Field(description="Their answers that disagree with the consensus "
+                                      "(`false_no` + `false_yes`).")
+    undecided: int = Field(description="Their answers on pairs the consensus leaves undecided "
+                                       "(a tie).")
+    minority_url: str = Field(description="Where their minority answers are listed: "
+                                          "`GET answers` with `minority=true`.")
+    shared_pairs: int = Field(description="Their pairs another annotator or a reviewer "
+                                          "answered too.")
+    rests_on_prior: bool = Field(description="Fewer than 10 of their answers are on a shared "
+                                             "pair or a check question: `accuracy` is mostly "
+                                             "the prior's (0.9), not their answers'.")
+    identifiable: bool = Field(description="false: others contradict them only one answer "
+                               "against one, and nothing (a third answer, a resolution, a check "
+                               "question) says who is right, so their estimate and their "
+                               "contradictors' are alike whoever is right.")
+    trend: list[TrendWindow] = Field(description="Their agreement over windows of 20 "
+                                     "consecutive answers, oldest first, the last ending at "
+                                     "their latest answer (at most 10 windows).")
+    note: str | None = Field(description="In words, why `accuracy` should not be read as is "
+                                         "(rests on the prior, not identifiable); null when "
+                                         "nothing needs saying.")
+
+
+class ReviewerItem(BaseModel):
+    annotator: str | None = Field(description="Who resolved (the name given with the "
+                                              "resolution).")
+    resolutions: int = Field(description="Their live resolutions.")
+    final: int = Field(description="The pairs where a resolution of theirs is the one that "
+                                   "stands.")
 
 
 class KappaItem(BaseModel):
@@ -754,10 +793,14 @@ class AgreementRead(BaseModel):
     alpha: float | None = Field(description="Krippendorff's alpha (nominal) over every "
                                             "annotator and pair; null when undefined.")
     answers: int = Field(description="Every live answer of the project.")
+    reviewers: list[ReviewerItem] = Field(description="Who resolved disagreements, apart: a "
+                                          "resolution is final for its pair, not scored "
+                                          "against the consensus.")
 
 
 __all__ += ["AccuracyInterval", "AgreementRead", "AnnotatorAgreementItem", "AnswerItem",
-            "AnswerOutcome", "AnswerPage", "CheckCounts", "KappaItem"]
+            "AnswerOutcome", "AnswerPage", "CheckCounts", "KappaItem", "ReviewerItem",
+            "TrendWindow"]
 
 
 # ---------------------------------------------------------------------------- teams

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 from fastapi import Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from app.db import SessionDep
 from app.errors import PROBLEM_MEDIA_TYPE, PROBLEMS
@@ -23,7 +23,10 @@ from app.services.unit import ProjectView, ProjectWork
 from app.settings import Settings
 
 __all__ = [
+    "CSV_RESPONSE",
     "Fresh",
+    "TableFormat",
+    "csv_download",
     "InFlightDep",
     "Limit",
     "Offset",
@@ -43,6 +46,18 @@ Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Page size (at mos
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Items to skip.")]
 Fresh = Annotated[bool, Query(description="Wait for a model trained on the current labels "
                                           "(at most SPORAL_FRESH_TIMEOUT, then 503).")]
+TableFormat = Annotated[Literal["json", "csv"], Query(description=(
+    "`json` (the default) or `csv`: the same rows as a CSV download (`text/csv`, a file "
+    "name); anything else is 422."))]
+CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
+CSV_RESPONSE: dict[str, Any] = {"content": {CSV_MEDIA_TYPE: {"schema": {"type": "string"}}}}
+"""The OpenAPI entry of a route's 200 that also answers ``format=csv``."""
+
+
+def csv_download(chunks: Iterator[bytes], filename: str) -> StreamingResponse:
+    """A CSV download streamed from ``chunks``, saved as ``filename``."""
+    return StreamingResponse(chunks, media_type=CSV_MEDIA_TYPE, headers={
+        "Content-Disposition": f'attachment; filename="{filename}"'})
 
 _PROBLEM_SCHEMA = Problem.model_json_schema()
 

@@ -3,14 +3,18 @@ of each annotator, of each pair of annotators and of the whole team with it.
 
 The consensus is :func:`reasoning.consensus.consensus` over every live answer (retracted ones
 left out), keyed by concept ids; the view is :func:`reasoning.consensus.agreement`. Both are
-computed again only when the answers change: the view is cached on the project's state with
-the fingerprint of the answers it came from (:func:`app.services.team.answers_fingerprint`),
-so that a page polling the view costs one small query.
+computed again only when the answers change: the view, with the ids of each annotator's
+minority answers (those ``GET answers?minority=true`` lists), is cached on the project's state
+with the fingerprint of the answers it came from (:func:`app.services.team.answers_fingerprint`),
+so that a page polling the view, or paging through minority answers, costs one small query.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
 
 from sqlalchemy.orm import Session
 
@@ -25,16 +29,60 @@ from app.services.team import (
 )
 from reasoning.consensus import agreement, consensus
 
-__all__ = ["agreement_view"]
+__all__ = [
+    "AGREEMENT_CSV_COLUMNS",
+    "agreement_rows",
+    "agreement_view",
+    "minority_answer_ids",
+    "minority_url",
+]
+
+AGREEMENT_CSV_COLUMNS = [
+    "annotator", "answers", "agreement", "accuracy", "accuracy_low", "accuracy_high",
+    "checks_asked", "checks_failed", "false_no", "false_yes", "minority", "undecided",
+    "minority_url", "shared_pairs", "rests_on_prior", "identifiable", "trend", "trend_answers",
+    "note"]
+"""The columns of ``GET agreement?format=csv``: one row per annotator, the JSON row flattened
+(``accuracy`` its estimate; ``trend`` and ``trend_answers`` each window's agreement and size,
+oldest first, separated by spaces)."""
 
 
-def _compute(session: Session, state: ProjectState, policy: str) -> AgreementRead:
+@dataclass(frozen=True)
+class _Computed:
+    """The view's JSON shape without the policy, and per annotator the ids of their minority
+    answers, ascending."""
+
+    shape: dict[str, Any]
+    minority: dict[str | None, tuple[int, ...]]
+
+
+def minority_url(project_id: int, annotator: str | None) -> str:
+    """The relative link that lists ``annotator``'s minority answers."""
+    who = {"anonymous": "true"} if annotator is None else {"annotator": annotator}
+    return f"/projects/{project_id}/answers?{urlencode({**who, 'minority': 'true'})}"
+
+
+def _compute(session: Session, state: ProjectState) -> _Computed:
     known = state.name_of
     answers = [answer for answer in votes(live_answers(session, state.project_id))
                if answer.a in known and answer.b in known and answer.a != answer.b]
     concepts: list[Hashable] = list(known)
-    view = agreement(answers, consensus(answers, concepts))
-    return AgreementRead.model_validate({"policy": policy, **view.as_dict()})
+    computed = agreement(answers, consensus(answers, concepts))
+    shape = computed.as_dict()
+    for row in shape["annotators"]:
+        row["minority_url"] = minority_url(state.project_id, row["annotator"])
+    return _Computed(shape, {name: tuple(ids) for name, ids in computed.minority.items()})
+
+
+def _current(session: Session, state: ProjectState) -> _Computed:
+    """The cached computation of the answers as they are now, computed first if stale."""
+    mark = answers_fingerprint(session, state.project_id)
+    cached = cached_agreement(state, mark)
+    if isinstance(cached, _Computed):
+        return cached
+    computed = _compute(session, state)
+    keep_agreement(state, mark, computed)
+    return computed
 
 
 def agreement_view(session: Session, state: ProjectState, policy: str) -> AgreementRead:
@@ -49,10 +97,33 @@ def agreement_view(session: Session, state: ProjectState, policy: str) -> Agreem
     policy
         The project's policy, reported with the view.
     """
-    mark = answers_fingerprint(session, state.project_id)
-    cached = cached_agreement(state, mark)
-    if cached is not None:
-        return cached.model_copy(update={"policy": policy})
-    view = _compute(session, state, policy)
-    keep_agreement(state, mark, view)
-    return view
+    return AgreementRead.model_validate({"policy": policy, **_current(session, state).shape})
+
+
+def minority_answer_ids(session: Session, state: ProjectState, *, annotator: str | None = None,
+                        anonymous: bool = False) -> tuple[int, ...]:
+    """The ids of the answers that disagree with the consensus of the agreement view (the
+    answers that count, per annotator and pair the latest; reviewers' never), ascending:
+    ``annotator``'s, the anonymous ones (``anonymous``), or everyone's."""
+    minority = _current(session, state).minority
+    if annotator is not None or anonymous:
+        return minority.get(annotator, ())
+    return tuple(sorted(i for ids in minority.values() for i in ids))
+
+
+def _words(values: list[Any]) -> str:
+    return " ".join(str(v) for v in values)
+
+
+def agreement_rows(view: AgreementRead) -> Iterator[dict[str, Any]]:
+    """The view's annotators as rows of :data:`AGREEMENT_CSV_COLUMNS`."""
+    for row in view.annotators:
+        flat = row.model_dump(exclude={"accuracy", "checks", "trend"})
+        accuracy = row.accuracy
+        yield {**flat,
+               "accuracy": None if accuracy is None else accuracy.estimate,
+               "accuracy_low": None if accuracy is None else accuracy.low,
+               "accuracy_high": None if accuracy is None else accuracy.high,
+               "checks_asked": row.checks.asked, "checks_failed": row.checks.failed,
+               "trend": _words([round(w.agreement, 4) for w in row.trend]),
+               "trend_answers": _words([w.answers for w in row.trend])}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import quoteattr
@@ -34,6 +34,8 @@ __all__ = [
     "FORMAT_NAMES",
     "ExportFormat",
     "Writer",
+    "csv_chunks",
+    "csv_parts",
     "export",
     "get_format",
     "neutralise_cell",
@@ -93,13 +95,17 @@ def _cell(value: Any) -> Any:
     return neutralise_cell(value)
 
 
-def _csv(items: Iterator[dict[str, Any]]) -> Iterator[str]:
+def csv_parts(columns: Sequence[str], items: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """``items`` as CSV text under a header of ``columns`` (other keys left out), in parts as
+    it is written: empty cells for None, ``true``/``false`` for booleans, cells a spreadsheet
+    would run as formulas neutralised (:func:`neutralise_cell`). Every CSV the service writes
+    is written here."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, extrasaction="ignore",
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore",
                             lineterminator="\n")
     writer.writeheader()
     for item in items:
-        writer.writerow({k: _cell(item.get(k)) for k in CSV_COLUMNS})
+        writer.writerow({k: _cell(item.get(k)) for k in columns})
         if buffer.tell() >= _CHUNK:
             yield buffer.getvalue()
             buffer.seek(0)
@@ -313,7 +319,7 @@ class ExportFormat:
 
 
 def _write_csv(session: Session, project: dict[str, Any]) -> Iterator[str]:
-    return _csv(_decided(session, project["id"]))
+    return csv_parts(CSV_COLUMNS, _decided(session, project["id"]))
 
 
 def _write_json(session: Session, project: dict[str, Any]) -> Iterator[str]:
@@ -354,6 +360,11 @@ def get_format(name: str | ExportFormat) -> ExportFormat:
         raise ValidationFailed(f"unknown export format {name!r}; valid: {valid}", errors=[
             {"loc": ["format"], "msg": f"Input should be one of {valid}", "type": "enum"}])
     return found
+
+
+def csv_chunks(columns: Sequence[str], items: Iterable[dict[str, Any]]) -> Iterator[bytes]:
+    """``items`` as CSV (:func:`csv_parts`), in byte chunks of about 64 KiB."""
+    return _chunks(csv_parts(columns, items))
 
 
 def export(session: Session, project: dict[str, Any], fmt: str | ExportFormat

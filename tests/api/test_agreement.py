@@ -101,7 +101,7 @@ def test_the_view_of_a_planted_noisy_team(client: TestClient, planted: dict[str,
 def test_few_shared_pairs_give_no_kappa_and_one_annotator_no_alpha(client: TestClient) -> None:
     pid = new_project(client, ["a", "b", "c"])
     assert _agreement(client, pid) == {"policy": "strict", "annotators": [], "pairs": [],
-                                       "alpha": None, "answers": 0}
+                                       "alpha": None, "answers": 0, "reviewers": []}
     label(client, pid, "a", "b", annotator="ann")
     label(client, pid, "b", "c", annotator="ann")
     view = _agreement(client, pid)
