@@ -16,6 +16,7 @@ from benchmarks.serving import Server
 from reasoning.consensus.asking import AskPolicy
 from tests.browser.conftest import (
     ADMIN_KEY,
+    CALCULUS_POOL,
     CALCULUS_TRUTH,
     _expect,
     annotator_key,
@@ -229,3 +230,58 @@ def _annotators_views(page: Any, a: str, b: str) -> None:
     page.click(".tab[data-view=review]")
     _expect(page.locator("#review-refused")).to_contain_text("Review is the lead's view")
     _expect(page.locator("#view-review .error")).to_have_count(0)
+
+
+# ------------------------------------------------------------------ what a lead acts on
+def test_progress_shows_false_no_and_yes_the_minority_answers_and_the_trend(
+        browser: Any, server: Server, api: httpx.Client, screenshots: Path) -> None:
+    pid = _consensus(api)
+    wrong = [("limit", "derivative"), ("derivative", "integral")]  # dee's false "no"
+    for a, b, _ in CALCULUS_POOL:
+        truth = "positive" if (a, b) in CALCULUS_TRUTH else "negative"
+        for who in ("ana", "bo", "cy", "dee"):
+            value = "negative" if who == "dee" and (a, b) in wrong else truth
+            api.post(f"/projects/{pid}/labels", json={"a": a, "b": b, "label": value,
+                                                      "annotator": who}).raise_for_status()
+    view = {r["annotator"]: r for r in api.get(f"/projects/{pid}/agreement").json()
+            ["annotators"]}
+    assert (view["dee"]["false_no"], view["dee"]["minority"]) == (2, 2)
+
+    page = browser.new_page()
+    open_ui(page, server.base_url, pid, "lead", question=False)  # every pool pair is decided
+    page.click(".tab[data-view=progress]")
+    row = page.locator("#agreement-rows tr[data-annotator=dee]")
+    _expect(row.locator("td.false-no")).to_have_text("2")
+    _expect(row.locator("td.false-yes")).to_have_text("0")
+    _expect(row.locator("td.actions")).to_have_text("")  # left for per-row actions
+    note = row.locator("details.note")  # six shared pairs: the note says so, folded
+    _expect(note.locator("summary")).to_have_text("mostly the prior")
+    note.locator("summary").click()
+    _expect(note).to_contain_text("the estimated accuracy is mostly the prior (90%)")
+    _expect(row.locator("td.trend")).to_have_text("67 %")  # one window of six answers
+    _expect(row.locator("td.trend")).to_have_attribute(
+        "title", "agreement per window of 20 answers, oldest first: 67 % of 6")
+    ana = page.locator("#agreement-rows tr[data-annotator=ana]")
+    _expect(ana.locator(".minority-link")).to_have_count(0)  # nothing against the consensus
+    row.locator(".minority-link").click()
+    listed = page.locator("#minority-answers li")
+    _expect(listed).to_have_count(2)
+    _expect(page.locator("#minority-title")).to_have_text("dee: 2 answers against the consensus")
+    for a, b in wrong:
+        _expect(page.locator("#minority-answers")).to_contain_text(f"{a} ↛ {b}")
+    page.screenshot(path=screenshots / "team-progress-minority.png", full_page=True)
+
+    def longer(route: Any) -> None:  # dee, 45 answers on: better, then worse
+        response = route.fetch()
+        body = response.json()
+        for item in body["annotators"]:
+            if item["annotator"] == "dee":
+                item["trend"] = [{"answers": 5, "agreement": 0.6},
+                                 {"answers": 20, "agreement": 0.9},
+                                 {"answers": 20, "agreement": 0.5}]
+        route.fulfill(response=response, json=body)
+
+    page.route(re.compile(r".*/agreement$"), longer)
+    _expect(row.locator("td.trend")).to_have_text("50 % ↘", timeout=15_000)  # the next poll
+    _expect(row.locator("td.trend svg polyline")).to_have_count(1)
+    assert len(row.locator("td.trend polyline").get_attribute("points").split()) == 3

@@ -222,10 +222,112 @@
   }
 
   // ---------------------------------------------------------------------------- agreement
+  // One row per annotator (data-annotator; the last cell, class "actions", is left empty for
+  // per-row actions): answers, agreement, false no / false yes, the minority count as a button
+  // that lists those answers under the table, the accuracy with the note that says when it
+  // rests on the prior or cannot tell them apart, the checks, and the trend (a small line over
+  // windows of 20 answers, with an arrow from the window before the last to the last).
   const LEADS_VIEW = "— the lead's view: it needs the project key, the reviewer key or the admin key.";
-  function accuracy(row) {
+  const SVG = "http://www.w3.org/2000/svg";
+  const MINORITY_SHOWN = 500;  // the most minority answers listed under the table
+  let minorityOf = null;       // the annotator row whose minority answers are listed
+
+  function accuracyCell(row) {  // the note folded under a few words that say what it is about
     const a = row.accuracy;
-    return a ? `${share(a.estimate)} (${share(a.low)}–${share(a.high)})` : "—";
+    const cell = el("td", {}, a ? `${share(a.estimate)} (${share(a.low)}–${share(a.high)})` : "—");
+    if (!row.note) return cell;
+    const said = [row.rests_on_prior ? "mostly the prior" : "", row.identifiable ? "" : "not told apart"];
+    cell.append(el("details", { class: "note" },
+      el("summary", {}, said.filter(Boolean).join("; ") || "note"), row.note));
+    return cell;
+  }
+
+  function trendArrow(trend) {
+    if (trend.length < 2) return "";
+    const change = trend[trend.length - 1].agreement - trend[trend.length - 2].agreement;
+    return change > 0.05 ? " ↗" : change < -0.05 ? " ↘" : " →";
+  }
+
+  function sparkline(trend) {  // the windows' agreement, 0 at the bottom, 1 at the top
+    const width = 60, height = 16;
+    const svg = document.createElementNS(SVG, "svg");
+    svg.setAttribute("width", width);
+    svg.setAttribute("height", height);
+    svg.setAttribute("aria-hidden", "true");
+    const line = document.createElementNS(SVG, "polyline");
+    const step = trend.length > 1 ? width / (trend.length - 1) : 0;
+    line.setAttribute("points", trend.map((w, k) =>
+      `${(k * step).toFixed(1)},${(height - 1 - w.agreement * (height - 2)).toFixed(1)}`).join(" "));
+    svg.append(line);
+    return svg;
+  }
+
+  function trendCell(row) {
+    const trend = row.trend;
+    if (!trend.length) return el("td", { class: "trend" }, "—");
+    const words = trend.map((w) => `${share(w.agreement)} of ${w.answers}`).join(", ");
+    const last = `${share(trend[trend.length - 1].agreement)}${trendArrow(trend)}`;
+    return el("td", { class: "trend", title: `agreement per window of 20 answers, oldest first: ${words}` },
+      ...(trend.length > 1 ? [sparkline(trend), " "] : []), last);
+  }
+
+  function minorityCell(row) {
+    if (!row.minority) return el("td", {}, "0");
+    const name = row.annotator ?? "(none)";
+    return el("td", {}, el("button", {
+      type: "button", class: "link minority-link", "aria-controls": "minority",
+      title: `list ${name}'s answers against the consensus`,
+      onclick: () => { minorityOf = row; showMinority(); },
+    }, String(row.minority)));
+  }
+
+  function agreementRow(row) {
+    return el("tr", { "data-annotator": row.annotator ?? "" },
+      el("th", { scope: "row" }, row.annotator ?? "(none)"),
+      el("td", {}, String(row.answers)), el("td", {}, share(row.agreement)),
+      el("td", { class: "false-no" }, String(row.false_no)),
+      el("td", { class: "false-yes" }, String(row.false_yes)),
+      minorityCell(row), accuracyCell(row),
+      el("td", {}, `${row.checks.failed} of ${row.checks.asked}`), trendCell(row),
+      el("td", { class: "actions" }));
+  }
+
+  function reviewersLine(reviewers) {
+    $("reviewers-line").textContent = reviewers.length
+      ? "Reviewers (apart from the annotators): " + reviewers.map((r) =>
+        `${r.annotator ?? "(unnamed)"}, ${r.resolutions} resolution${r.resolutions === 1 ? "" : "s"}` +
+        ` (${r.final} standing)`).join("; ")
+      : "";
+  }
+
+  // The answers of one annotator that disagree with the consensus (GET answers?minority=true,
+  // the row's minority_url), every page, listed under the table.
+  async function showMinority() {
+    const row = minorityOf;
+    if (!row) return;
+    const box = $("minority");
+    const path = row.minority_url.replace(/^\/projects\/[^/]+/, "");
+    const items = [];
+    try {
+      for (let cursor = null; items.length < MINORITY_SHOWN;) {
+        const page = await api("GET", path + (cursor ? `&cursor=${q(cursor)}` : ""),
+          undefined, session.key);
+        items.push(...page.items);
+        cursor = page.next_cursor;
+        if (!cursor) break;
+      }
+    } catch (error) {
+      $("minority-title").textContent = `${row.annotator ?? "(none)"}: answers against the consensus`;
+      showError($("minority-answers"), error);
+      box.hidden = false;
+      return;
+    }
+    $("minority-title").textContent = `${row.annotator ?? "(none)"}: ${items.length} answer` +
+      `${items.length === 1 ? "" : "s"} against the consensus`;
+    $("minority-answers").replaceChildren(...items.map((item) => el("li", { "data-id": String(item.id) },
+      `${arrow(item)}: they said ${VALUES[item.label]}, the team ${item.label === "positive" ? "no" : "yes"}`,
+      el("span", { class: "muted" }, ` (answer ${item.id}, ${when(item.created_at)})`))));
+    box.hidden = false;
   }
 
   async function refreshAgreement() {
@@ -239,6 +341,7 @@
         : `agreement unavailable: ${error.message}`;
       $("agreement-rows").replaceChildren();
       $("kappa-rows").replaceChildren();
+      reviewersLine([]);
       return;
     }
     const seen = JSON.stringify(view);
@@ -246,20 +349,24 @@
     shownAgreement = seen;
     $("agreement-summary").textContent = `${view.answers} answers, policy ${view.policy}; ` +
       `Krippendorff's α ${fixed(view.alpha)}`;
-    $("agreement-rows").replaceChildren(...view.annotators.map((row) => el("tr", {},
-      el("th", { scope: "row" }, row.annotator ?? "(none)"),
-      el("td", {}, String(row.answers)), el("td", {}, share(row.agreement)),
-      el("td", {}, accuracy(row)), el("td", {}, `${row.checks.failed} of ${row.checks.asked}`))));
+    $("agreement-rows").replaceChildren(...view.annotators.map(agreementRow));
+    reviewersLine(view.reviewers || []);
     $("kappa-rows").replaceChildren(...(view.pairs.length ? view.pairs.map((p) => el("tr", {},
       el("th", { scope: "row" }, `${p.a ?? "(none)"} / ${p.b ?? "(none)"}`),
       el("td", {}, String(p.shared)), el("td", {}, fixed(p.kappa))))
       : [el("tr", {}, el("td", { colspan: "3", class: "muted" }, "no two annotators share 20 pairs yet"))]));
+    if (minorityOf && !$("minority").hidden) {  // the listed answers follow the new consensus
+      minorityOf = view.annotators.find((r) => r.annotator === minorityOf.annotator) || null;
+      if (minorityOf) showMinority(); else $("minority").hidden = true;
+    }
   }
 
   // ---------------------------------------------------------------------------- app.js's events
   function follow() {
     document.addEventListener("sporal:open", (event) => {
       shownReview = shownAgreement = "";
+      minorityOf = null;
+      $("minority").hidden = true;
       rights = { key: null, may: false };
       renderQuestion(event.detail.question);
     });
