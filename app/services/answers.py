@@ -1,5 +1,6 @@
 """Listing a project's answers: the evidence behind its asserted labels, oldest first.
 
+Answers on a deleted concept stay, named as the concept was (:func:`shown_name`).
 Every answer has an id that grows with its arrival, so a page is the answers after the last id
 of the previous one (a keyset cursor): each page costs the same however deep, and answers that
 arrive while a client pages appear on its last page, never shifting the others.
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session, aliased
 
 from app.errors import UnknownConcepts
@@ -18,7 +19,12 @@ from app.services.cursors import ANSWERS
 from app.services.state import ProjectState
 from models import Answer, Concept
 
-__all__ = ["list_answers"]
+__all__ = ["list_answers", "shown_name"]
+
+
+def shown_name(concept: Any) -> ColumnElement[str]:
+    """A concept's name as the history shows it: a deleted one's (a tombstone's) as it was."""
+    return func.coalesce(concept.deleted_name, concept.name)
 
 
 def _concept_ids(state: ProjectState, *names: str | None) -> list[int | None]:
@@ -51,8 +57,9 @@ def list_answers(session: Session, state: ProjectState, *, annotator: str | None
     """
     a_id, b_id = _concept_ids(state, a, b)
     ca, cb = aliased(Concept), aliased(Concept)
-    query = (select(Answer.id, ca.name, cb.name, Answer.positive, Answer.annotator, Answer.role,
-                    Answer.source, Answer.created_at, Answer.outcome, Answer.retracted_at)
+    query = (select(Answer.id, shown_name(ca), shown_name(cb), Answer.positive,
+                    Answer.annotator, Answer.role, Answer.source, Answer.created_at,
+                    Answer.outcome, Answer.retracted_at)
              .join(ca, ca.id == Answer.a_id).join(cb, cb.id == Answer.b_id)
              .where(Answer.project_id == state.project_id))
     if annotator is not None:

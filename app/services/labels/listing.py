@@ -105,7 +105,8 @@ def snapshot(session: Session, project_id: int) -> Snapshot:
     if cached is not None and cached.version == version:
         return cached
     concepts = session.execute(select(Concept.id, Concept.name)
-                               .where(Concept.project_id == project_id)
+                               .where(Concept.project_id == project_id,
+                                      Concept.deleted_at.is_(None))
                                .order_by(Concept.id)).all()
     ids = [c for c, _ in concepts]
     names = [n for _, n in concepts]
