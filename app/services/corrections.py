@@ -405,7 +405,8 @@ def _store_merge(work: ProjectWork, project: Project, plan: _Merge) -> None:
     for pair_id, a, b in plan.moved_pairs:
         session.execute(update(PoolPair).where(PoolPair.id == pair_id)
                         .values(a_id=a, b_id=b))
-    retract_label_answers(session, list(plan.dropped_labels))
+    if project.policy != CONSENSUS_POLICY:  # consensus: the answers decide again, all kept
+        retract_label_answers(session, list(plan.dropped_labels))
     both = (plan.keep, plan.merge)  # an answer on the two merged concepts names no pair now:
     session.execute(update(Answer).where(  # retracted, and kept on the tombstone's pair
         Answer.project_id == pid, Answer.a_id.in_(both), Answer.b_id.in_(both),

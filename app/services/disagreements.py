@@ -10,9 +10,9 @@ it closed (``closed_reason``).
 
 from __future__ import annotations
 
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from app.errors import DisagreementNotFound
@@ -33,7 +33,8 @@ from app.services.unit import ProjectView
 from models import Answer, Concept, Disagreement
 from models.tables import DisagreementResolution
 
-__all__ = ["disagreement_item", "find_disagreement", "list_disagreements", "reviewed_item"]
+__all__ = ["disagreement_item", "find_disagreement", "list_disagreements", "page_query",
+           "reviewed_item"]
 
 
 def _names(session: Session, state: ProjectState,
@@ -118,6 +119,20 @@ def _items(view: ProjectView, rows: list[Disagreement]) -> list[DisagreementItem
     return [_item(state, r, answers[(r.a_id, r.b_id)], resolved[r.id], name) for r in rows]
 
 
+def page_query(project_id: int, state_filter: Literal["open", "closed", "all"],
+               after: int | None, limit: int) -> Select[Any]:
+    """The query of a page: the project's disagreements in ``state_filter`` after the id
+    ``after`` (None: from the first), at most ``limit``, in id order."""
+    query = select(Disagreement).where(Disagreement.project_id == project_id)
+    if state_filter == "open":
+        query = query.where(Disagreement.closed_at.is_(None))
+    elif state_filter == "closed":
+        query = query.where(Disagreement.closed_at.is_not(None))
+    if after is not None:
+        query = query.where(Disagreement.id > after)
+    return query.order_by(Disagreement.id).limit(limit)
+
+
 def list_disagreements(view: ProjectView, state_filter: Literal["open", "closed", "all"],
                        cursor: str | None = None, limit: int = 100) -> DisagreementPage:
     """One page of the project's disagreements (``open``, ``closed`` or ``all``), oldest
@@ -127,14 +142,9 @@ def list_disagreements(view: ProjectView, state_filter: Literal["open", "closed"
     costs what the page holds, and disagreements opened while a client pages come on its
     last page, never shifting the others.
     """
-    query = select(Disagreement).where(Disagreement.project_id == view.state.project_id)
-    if state_filter == "open":
-        query = query.where(Disagreement.closed_at.is_(None))
-    elif state_filter == "closed":
-        query = query.where(Disagreement.closed_at.is_not(None))
-    if cursor is not None:
-        query = query.where(Disagreement.id > DISAGREEMENTS.decode(cursor)[0])
-    rows = list(view.session.scalars(query.order_by(Disagreement.id).limit(limit + 1)))
+    after = DISAGREEMENTS.decode(cursor)[0] if cursor is not None else None
+    rows = list(view.session.scalars(page_query(view.state.project_id, state_filter,
+                                                after, limit + 1)))
     following = DISAGREEMENTS.encode(rows[limit - 1].id) if len(rows) > limit else None
     return DisagreementPage(items=_items(view, rows[:limit]), next_cursor=following)
 
