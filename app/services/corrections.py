@@ -11,7 +11,17 @@ and the closure change in ways the cache cannot follow by appending.
   or a concept before itself) refuses the merge with the proof, in the original labels.
   A label that becomes a duplicate of an earlier one with the same value, or a negative
   between the two concepts, is dropped (retracted). The merged concept's text is kept when
-  the kept concept has none; its links move; its retracted labels go with it.
+  the kept concept has none; its links move. Its answers move too (those between the two
+  are retracted and stay where they were).
+* In ``consensus`` a merge is never refused: the merged concept's labels are retracted, its
+  open disagreements closed (reason ``merge``), and the consensus of the moved answers is
+  computed again through the change path (:mod:`app.services.labels.change`): a merged pair
+  whose answers now split opens a disagreement. In ``strict`` a merge is as above.
+* Nothing a team said is lost: a deleted or merged-away concept becomes a tombstone
+  (:func:`_tombstone`, :class:`models.Concept`), so the answers, disagreements and retracted
+  labels on it stay in the history and the export; deleting one retracts its live answers
+  (in ``consensus`` through the change path, so the labels are the consensus without them)
+  and closes its disagreements (reason ``deletion``).
 """
 
 from __future__ import annotations
