@@ -614,6 +614,9 @@ class ConceptRename(_Request):
 class ConceptDeleted(BaseModel):
     name: str
     pool_pairs: int = Field(description="Pool pairs of the concept, deleted with it.")
+    answers_kept: int = Field(
+        default=0, description="Answers on the concept, kept in the history (`GET .../answers`, "
+        "the project export): retracted at the deletion, if they were not already.")
 
 
 class ConceptsMerge(_Request):
@@ -624,12 +627,19 @@ class ConceptsMerge(_Request):
 class ConceptsMerged(BaseModel):
     keep: str
     merged: str
-    labels_moved: int = Field(description="Live labels of `merge` now on `keep`.")
+    labels_moved: int = Field(description="Live labels of `merge` now on `keep` (`strict`; in "
+                              "`consensus` the consensus of the moved answers decides).")
     labels_dropped: int = Field(
         description="Live labels retracted: a duplicate of one on `keep`, or a negative "
-        "between the two.")
+        "between the two (`consensus`: every live label of `merge`, before the consensus "
+        "is computed again).")
     pool_pairs_moved: int
     pool_pairs_dropped: int
+    disagreements_opened: int = Field(
+        default=0, description="`consensus`: disagreements the merged answers opened.")
+    disagreements_closed: int = Field(
+        default=0, description="`consensus`: disagreements the merge closed (reason `merge`), "
+        "the merged concept's included.")
 
 
 class AnnotatorCounts(BaseModel):
@@ -824,7 +834,7 @@ class DisagreementAnswer(BaseModel):
     retracted_at: datetime | None = None
 
 
-ClosedReason = Literal["answers", "reviewer", "retraction", "policy", "merge"]
+ClosedReason = Literal["answers", "reviewer", "retraction", "policy", "merge", "deletion"]
 
 
 class ResolutionItem(BaseModel):
@@ -849,7 +859,8 @@ class DisagreementItem(BaseModel):
         default=None, description="Why it closed: later answers settled it (`answers`), a "
         "reviewer's resolution, its own or one whose refit settled it (`reviewer`), a "
         "retraction (`retraction`), a switch of policy (`policy`), a merge of concepts "
-        "(`merge`); null while open.")
+        "(`merge`: the merged pairs' consensus computed again, or the pair merged away), the "
+        "deletion of one of its concepts (`deletion`); null while open.")
     reopened_at: datetime | None = Field(
         default=None, description="When a reviewer reopened it; while open after that, only "
         "a resolution (or a switch of policy) closes it.")
@@ -866,6 +877,9 @@ class DisagreementItem(BaseModel):
 
 class DisagreementPage(BaseModel):
     items: list[DisagreementItem]
+    next_cursor: str | None = Field(
+        default=None, description="The cursor of the next page (pass it as `cursor`); null "
+        "on the last page.")
 
 
 class DisagreementReviewed(DisagreementItem):

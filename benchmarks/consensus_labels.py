@@ -44,6 +44,18 @@ TARGET_P50_MS = 20.0
 TEAM = ["ann", "bob", "cy", "dan", "eve"]
 
 
+
+def _count_open(client: TestClient, pid: int) -> int:
+    """The open disagreements, counted page after page (``next_cursor`` → ``cursor``)."""
+    count, cursor = 0, None
+    while True:
+        params: dict[str, Any] = {"limit": 10000, **({"cursor": cursor} if cursor else {})}
+        page = client.get(f"/projects/{pid}/disagreements", params=params).json()
+        count += len(page["items"])
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return count
+
 def _project(client: TestClient, domain: Any, policy: str) -> int:
     pid = int(client.post("/projects", json={"name": "bench", "policy": policy})
               .json()["id"])
@@ -107,8 +119,7 @@ def run(data: Path, domain_name: str, n: int, noise: float, second: float,
                 seen.add((a, b))
             load_after = os.getloadavg()[0]
             nexts = _time_next(client, pid)
-            listed = client.get(f"/projects/{pid}/disagreements").json()
-            open_now = len(listed["items"])
+            open_now = _count_open(client, pid)
     every = fast + full
     return {"domain": domain_name, "concepts": len(domain.concepts), "pool": len(domain.pairs),
             "answers": len(every), "fast": len(fast), "full": len(full),

@@ -51,6 +51,7 @@ __all__ = [
     "StagedEffect",
     "StagedLabel",
     "Suggestion",
+    "tombstone_name",
 ]
 
 NAME_LENGTH = 512
@@ -98,7 +99,14 @@ class Project(Base):
 
 
 class Concept(Base):
-    """A concept of a project, named uniquely within it."""
+    """A concept of a project, named uniquely within it.
+
+    A deleted concept is a tombstone (``deleted_at`` set), so that the answers and
+    disagreements on it stay in the history: it leaves every listing, the pairs, ``next``,
+    the labels and the closure, and its name is free again (a concept of that name is a new
+    one): the tombstone's ``name`` becomes :func:`tombstone_name` (which no concept's name
+    can be: names hold no control characters) and ``deleted_name`` keeps the name it had.
+    """
 
     __tablename__ = "concepts"
     __table_args__ = (UniqueConstraint("project_id", "name"),)
@@ -109,6 +117,14 @@ class Concept(Base):
     )
     name: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
     description: Mapped[str | None] = mapped_column(Text, nullable=True)
+    deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    deleted_name: Mapped[str | None] = mapped_column(String(NAME_LENGTH), nullable=True)
+
+
+def tombstone_name(concept_id: int) -> str:
+    """The stored ``name`` of a deleted concept: unit separator, then its id (unique in the
+    project, and never a live concept's name)."""
+    return f"\x1f{concept_id}"
 
 
 class ConceptText(Base):
@@ -459,6 +475,7 @@ class Disagreement(Base):
     __tablename__ = "disagreements"
     __table_args__ = (
         Index("ix_disagreements_project_id_pair", "project_id", "a_id", "b_id"),
+        Index("ix_disagreements_project_id_id", "project_id", "id"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -478,10 +495,11 @@ class Disagreement(Base):
     reopened_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
-CLOSED_REASONS = ("answers", "reviewer", "retraction", "policy", "merge")
+CLOSED_REASONS = ("answers", "reviewer", "retraction", "policy", "merge", "deletion")
 """Why a disagreement closed: later answers settled it, a reviewer's resolution (its own or
 one whose refit settled it), a retraction (an answer or a resolution undone), a switch of
-policy, a merge of concepts."""
+policy, a merge of concepts (the merged pairs' consensus computed again, or its pair merged
+away), the deletion of one of its concepts."""
 
 
 class DisagreementResolution(Base):

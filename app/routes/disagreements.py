@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
 
-from app.routes.common import ReadProject, StrictJSONRoute, WriteProject, problem_responses
+from app.routes.common import Limit, ReadProject, StrictJSONRoute, WriteProject, problem_responses
 from app.schemas import (
     AnswerRetracted,
     DisagreementItem,
@@ -44,12 +44,18 @@ def list_disagreements(
     view: ReadProject,
     state: Annotated[Literal["open", "closed", "all"], Query(description=(
         "Which disagreements: open (default), closed, or all."))] = "open",
+    cursor: Annotated[str | None, Query(max_length=4096, description=(
+        "Start after this cursor: the `next_cursor` of the previous page."))] = None,
+    limit: Limit = 100,
 ) -> DisagreementPage:
     """The pairs in dispute (consensus): answered both ways and not settled, or answered
     against what stronger labels imply; with the answers on each side and the proof of the
     pair's value now, every resolution, and why and when each closed one closed
-    (`closed_reason`: answers, reviewer, retraction, policy, merge)."""
-    return service.list_disagreements(view, state)
+    (`closed_reason`: answers, reviewer, retraction, policy, merge, deletion).
+
+    Oldest first, in pages: pass `next_cursor` as `cursor` for the next one (null on the
+    last page). A disagreement on a deleted concept stays listed, named as it was."""
+    return service.list_disagreements(view, state, cursor, limit)
 
 
 @router.get("/disagreements/{disagreement_id}", response_model=DisagreementItem,

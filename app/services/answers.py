@@ -1,5 +1,6 @@
 """Listing a project's answers: the evidence behind its asserted labels, oldest first.
 
+Answers on a deleted concept stay, named as the concept was (:func:`shown_name`).
 Every answer has an id that grows with its arrival, so a page is the answers after the last id
 of the previous one (a keyset cursor): each page costs the same however deep, and answers that
 arrive while a client pages appear on its last page, never shifting the others. The minority
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import Select, select
+from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.orm import Session, aliased
 
 from app.errors import UnknownConcepts
@@ -27,7 +28,7 @@ from app.services.state import ProjectState
 from models import Answer, Concept
 
 __all__ = ["ANSWER_CSV_COLUMNS", "AnswerFilter", "answer_filter", "iter_answers",
-           "list_answers"]
+           "list_answers", "shown_name"]
 
 ANSWER_CSV_COLUMNS = list(AnswerItem.model_fields)
 """The columns of ``GET answers?format=csv``: the fields of a listed answer, in order."""
@@ -47,6 +48,11 @@ class AnswerFilter:
     a_id: int | None = None
     b_id: int | None = None
     minority: tuple[int, ...] | None = None
+
+
+def shown_name(concept: Any) -> ColumnElement[str]:
+    """A concept's name as the history shows it: a deleted one's (a tombstone's) as it was."""
+    return func.coalesce(concept.deleted_name, concept.name)
 
 
 def _concept_ids(state: ProjectState, *names: str | None) -> list[int | None]:
@@ -69,8 +75,9 @@ def answer_filter(session: Session, state: ProjectState, *, annotator: str | Non
 
 def _query(chosen: AnswerFilter) -> Select:
     ca, cb = aliased(Concept), aliased(Concept)
-    query = (select(Answer.id, ca.name, cb.name, Answer.positive, Answer.annotator, Answer.role,
-                    Answer.source, Answer.created_at, Answer.outcome, Answer.retracted_at)
+    query = (select(Answer.id, shown_name(ca), shown_name(cb), Answer.positive,
+                    Answer.annotator, Answer.role, Answer.source, Answer.created_at,
+                    Answer.outcome, Answer.retracted_at)
              .join(ca, ca.id == Answer.a_id).join(cb, cb.id == Answer.b_id)
              .where(Answer.project_id == chosen.project_id))
     if chosen.annotator is not None:

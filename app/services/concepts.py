@@ -80,8 +80,10 @@ def add_concepts(work: ProjectWork, concepts: list[ConceptIn]) -> tuple[int, lis
 def list_concepts(session: Session, project_id: int, limit: int,
                   offset: int) -> tuple[list[Concept], int]:
     total = session.scalar(
-        select(func.count()).select_from(Concept).where(Concept.project_id == project_id)
+        select(func.count()).select_from(Concept).where(Concept.project_id == project_id,
+                                                        Concept.deleted_at.is_(None))
     ) or 0
-    concepts = session.scalars(select(Concept).where(Concept.project_id == project_id)
+    concepts = session.scalars(select(Concept).where(Concept.project_id == project_id,
+                                                     Concept.deleted_at.is_(None))
                                .order_by(Concept.id).limit(limit).offset(offset))
     return list(concepts), total

@@ -11,20 +11,32 @@ and the closure change in ways the cache cannot follow by appending.
   or a concept before itself) refuses the merge with the proof, in the original labels.
   A label that becomes a duplicate of an earlier one with the same value, or a negative
   between the two concepts, is dropped (retracted). The merged concept's text is kept when
-  the kept concept has none; its links move; its retracted labels go with it.
+  the kept concept has none; its links move. Its answers move too (those between the two
+  are retracted and stay where they were).
+* In ``consensus`` a merge is never refused: the merged concept's labels are retracted, its
+  open disagreements closed (reason ``merge``), and the consensus of the moved answers is
+  computed again through the change path (:mod:`app.services.labels.change`): a merged pair
+  whose answers now split opens a disagreement. In ``strict`` a merge is as above.
+* Nothing a team said is lost: a deleted or merged-away concept becomes a tombstone
+  (:func:`_tombstone`, :class:`models.Concept`), so the answers, disagreements and retracted
+  labels on it stay in the history and the export; deleting one retracts its live answers
+  (in ``consensus`` through the change path, so the labels are the consensus without them)
+  and closes its disagreements (reason ``deletion``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.orm import Session
 
 from app.errors import Contradiction, InUse, InvalidItems
 from app.schemas import ConceptDeleted, ConceptsMerged, label_value
-from app.services.annotators import retract_label_answers
+from app.services.annotators import retract_label_answers, stamp_retracted
 from app.services.concepts import resolve
 from app.services.corpus import (
     Corpus,
@@ -35,22 +47,30 @@ from app.services.corpus import (
     read_corpus,
     rebuild_state,
 )
+from app.services.labels import change as team
+from app.services.labels.consensus import CONSENSUS
 from app.services.labels.store import Rewrite, prepare_rewrite, replay_live, rewrite
 from app.services.state import ProjectState, encode_features
 from app.services.unit import ProjectWork
 from models import (
     Answer,
     AssertedLabel,
+    CheckQuestion,
+    ClosureEffect,
     Concept,
     ConceptLink,
     ConceptText,
+    Disagreement,
     PoolPair,
     Project,
     utcnow,
 )
+from models.tables import tombstone_name
 from reasoning.closure import Closure, ContradictionError, Label, Update
 
 __all__ = ["delete_concept", "delete_pair", "merge_concepts", "rename_concept"]
+
+CONSENSUS_POLICY = CONSENSUS.name
 
 
 def _labels_using(state: ProjectState, concept_ids: set[int] | None = None,
@@ -98,8 +118,56 @@ def rename_concept(work: ProjectWork, name: str, new_name: str, *,
 
 
 # ---------------------------------------------------------------------------- deletions
-def delete_concept(work: ProjectWork, name: str) -> ConceptDeleted:
-    """Delete a concept with its pool pairs, text and links; refused while labels use it."""
+def _tombstone(session: Session, project_id: int, concept_id: int, now: datetime) -> None:
+    """Make a concept a tombstone (:class:`models.Concept`): gone from the project, its
+    name free again, the answers, disagreements and retracted labels on it kept. Its text,
+    links, pool pairs, unanswered check questions and stored closure lines go."""
+    on_it = {"a": (PoolPair.a_id == concept_id) | (PoolPair.b_id == concept_id),
+             "q": (CheckQuestion.a_id == concept_id) | (CheckQuestion.b_id == concept_id)}
+    session.execute(delete(ConceptText).where(ConceptText.concept_id == concept_id))
+    session.execute(delete(ConceptLink).where(
+        (ConceptLink.source_id == concept_id) | (ConceptLink.target_id == concept_id)))
+    session.execute(delete(PoolPair).where(PoolPair.project_id == project_id, on_it["a"]))
+    session.execute(delete(CheckQuestion).where(
+        CheckQuestion.project_id == project_id, CheckQuestion.answer_id.is_(None), on_it["q"]))
+    session.execute(delete(ClosureEffect).where(ClosureEffect.project_id == project_id,
+                                                ClosureEffect.line_id == concept_id))
+    session.execute(update(Concept).where(Concept.id == concept_id).values(
+        deleted_at=now, deleted_name=Concept.name, name=tombstone_name(concept_id))
+        .execution_options(synchronize_session=False))
+
+
+def _close_disagreements(session: Session, project_id: int, concept_id: int, reason: str,
+                         now: datetime) -> int:
+    """Close every open disagreement on a pair of ``concept_id`` (kept, with ``reason``);
+    how many closed."""
+    closed = session.execute(update(Disagreement).where(
+        Disagreement.project_id == project_id, Disagreement.closed_at.is_(None),
+        (Disagreement.a_id == concept_id) | (Disagreement.b_id == concept_id))
+        .values(closed_at=now, closed_reason=reason)
+        .execution_options(synchronize_session=False))
+    return int(getattr(closed, "rowcount", 0) or 0)
+
+
+def _recompute(work: ProjectWork, project: Project, change: team.TeamChange,
+               now: datetime) -> team.Applied | None:
+    """After a correction of the concepts (the state rebuilt): in ``consensus``, the
+    consensus of the live answers computed again through the change path (its answers
+    retracted, the disagreements its refit closes closed with ``change.closes``); in
+    ``strict``, the answers retracted only. Planned in the write transaction: the plan
+    reads what the correction wrote."""
+    if project.policy != CONSENSUS_POLICY:
+        stamp_retracted(work.session, change.retract, now)
+        return None
+    return team.store_change(work, project, change, team.plan_change(work, change))
+
+
+def delete_concept(work: ProjectWork, name: str, *,
+                   deleted_at: datetime | None = None) -> ConceptDeleted:
+    """Delete a concept: it becomes a tombstone (:func:`_tombstone`) and the answers on it
+    stay in the history, retracted (in ``consensus`` the consensus is computed again without
+    them); refused while live labels use it. ``deleted_at``: when (default now; an import
+    gives the time a project export recorded)."""
 
     def compute(work: ProjectWork) -> tuple[int, int, CorpusPlan, Rewrite | None]:
         state = work.state
@@ -120,13 +188,21 @@ def delete_concept(work: ProjectWork, name: str) -> ConceptDeleted:
     def store(work: ProjectWork, project: Project,
               plan: tuple[int, int, CorpusPlan, Rewrite | None]) -> ConceptDeleted:
         concept_id, pool_pairs, corpus_plan, stored = plan
+        session, now = work.session, deleted_at or utcnow()
         apply_change(work, project, corpus_plan, rebuild=False)
-        work.session.execute(delete(Concept).where(Concept.id == concept_id,
-                                                   Concept.project_id == project.id))
+        _tombstone(session, project.id, concept_id, now)
         rebuild_state(work, project)
         if stored is not None:
-            rewrite(work.session, project.id, stored)
-        return ConceptDeleted(name=name, pool_pairs=pool_pairs)
+            rewrite(session, project.id, stored)
+        on_it = (Answer.a_id == concept_id) | (Answer.b_id == concept_id)
+        live = frozenset(session.scalars(select(Answer.id).where(
+            Answer.project_id == project.id, Answer.retracted_at.is_(None), on_it)))
+        if live:
+            _recompute(work, project, team.TeamChange(retract=live, closes="deletion"), now)
+        _close_disagreements(session, project.id, concept_id, "deletion", now)
+        kept = session.scalar(select(func.count(Answer.id)).where(
+            Answer.project_id == project.id, on_it)) or 0
+        return ConceptDeleted(name=name, pool_pairs=pool_pairs, answers_kept=kept)
 
     return work.write(compute, store)
 
@@ -208,6 +284,21 @@ def _relabel(state: ProjectState, keep: int, merge: int, keep_name: str, merge_n
     return labels, moves, dropped
 
 
+def _unlabel(state: ProjectState, merge: int
+             ) -> tuple[list[tuple[int, Label]], list[tuple[int, int, int]], list[int]]:
+    """``consensus``: every live label of ``merge`` retracted (the consensus of the moved
+    answers asserts the labels again), the others kept in assertion order (a part of a
+    consistent set of labels, so their replay cannot contradict)."""
+    labels: list[tuple[int, Label]] = []
+    dropped: list[int] = []
+    for (a, b), live in sorted(state.labels.items(), key=lambda item: item[1].id):
+        if merge in (a, b):
+            dropped.append(live.id)
+        else:
+            labels.append((live.id, Label(a, b, live.positive)))
+    return labels, [], dropped
+
+
 def _closed(state: ProjectState, labels: list[tuple[int, Label]], keep: int, merge: int,
             keep_name: str, merge_name: str) -> tuple[Closure, list[Update]]:
     """The replay of the merged labels; a contradiction refuses with its proof."""
@@ -258,10 +349,18 @@ def merge_concepts(work: ProjectWork, keep: str, merge: str) -> ConceptsMerged:
 
     def store(work: ProjectWork, project: Project, plan: _Merge) -> ConceptsMerged:
         _store_merge(work, project, plan)
+        opened = closed = 0
+        if project.policy == CONSENSUS_POLICY:  # the merged answers decide together
+            now = utcnow()
+            closed = _close_disagreements(work.session, project.id, plan.merge, "merge", now)
+            applied = _recompute(work, project, team.TeamChange(closes="merge"), now)
+            states = [ref.state for ref in applied.changed.values()] if applied else []
+            opened, closed = states.count("opened"), closed + states.count("closed")
         return ConceptsMerged(keep=keep, merged=merge, labels_moved=len(plan.moved_labels),
                               labels_dropped=len(plan.dropped_labels),
                               pool_pairs_moved=len(plan.moved_pairs),
-                              pool_pairs_dropped=len(plan.dropped_pairs))
+                              pool_pairs_dropped=len(plan.dropped_pairs),
+                              disagreements_opened=opened, disagreements_closed=closed)
 
     return work.write(lambda work: _plan_merge(work, keep, merge), store)
 
@@ -273,8 +372,13 @@ def _plan_merge(work: ProjectWork, keep: str, merge: str) -> _Merge:
     if keep_id == merge_id:
         raise InvalidItems([{"keep": keep, "merge": merge,
                              "reason": "a concept cannot be merged into itself"}], "names")
-    labels, moves, dropped = _relabel(state, keep_id, merge_id, keep, merge)
-    merged, updates = _closed(state, labels, keep_id, merge_id, keep, merge)
+    if work.project.policy == CONSENSUS_POLICY:
+        labels, moves, dropped = _unlabel(state, merge_id)
+        merged, updates = Closure.replay_effects(
+            [lab for _, lab in labels], [c for c in sorted(state.name_of) if c != merge_id])
+    else:
+        labels, moves, dropped = _relabel(state, keep_id, merge_id, keep, merge)
+        merged, updates = _closed(state, labels, keep_id, merge_id, keep, merge)
     stored = prepare_rewrite(merged, labels, updates)
     moved_pairs, dropped_pairs, pool = _merged_pool(state, keep_id, merge_id)
     corpus = read_corpus(work.session, state)
@@ -311,16 +415,18 @@ def _store_merge(work: ProjectWork, project: Project, plan: _Merge) -> None:
     for pair_id, a, b in plan.moved_pairs:
         session.execute(update(PoolPair).where(PoolPair.id == pair_id)
                         .values(a_id=a, b_id=b))
-    retract_label_answers(session, list(plan.dropped_labels))
-    both = (plan.keep, plan.merge)  # an answer on the two merged concepts names no pair now
-    session.execute(update(Answer).where(
-        Answer.a_id.in_(both), Answer.b_id.in_(both), Answer.retracted_at.is_(None))
-        .values(retracted_at=utcnow()))
-    for column in (Answer.a_id, Answer.b_id):
-        session.execute(update(Answer).where(column == plan.merge)
+    if project.policy != CONSENSUS_POLICY:  # consensus: the answers decide again, all kept
+        retract_label_answers(session, list(plan.dropped_labels))
+    both = (plan.keep, plan.merge)  # an answer on the two merged concepts names no pair now:
+    session.execute(update(Answer).where(  # retracted, and kept on the tombstone's pair
+        Answer.project_id == pid, Answer.a_id.in_(both), Answer.b_id.in_(both),
+        Answer.retracted_at.is_(None)).values(retracted_at=utcnow()))
+    for column, other in ((Answer.a_id, Answer.b_id), (Answer.b_id, Answer.a_id)):
+        session.execute(update(Answer).where(Answer.project_id == pid, column == plan.merge,
+                                             other != plan.keep)
                         .values({column: plan.keep}))
     _store_corpus(work, project, plan)
-    session.execute(delete(Concept).where(Concept.id == plan.merge))
+    _tombstone(session, pid, plan.merge, utcnow())
     if plan.features is not None:
         session.execute(update(PoolPair), [
             {"id": pair_id, "features": encode_features(vector)}

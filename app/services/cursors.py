@@ -1,12 +1,13 @@
 """Keyset cursors: the ``next`` of a page, and the one way a cursor is read back.
 
 A cursor is URL-safe base64 (unpadded) of compact JSON of one flat shape: an array (the labels'
-``[key, a, b]``) or an object (the answers' ``{"after": key}``) of ids and names. Paging routes
-take the cursor from the client, so :meth:`CursorShape.decode` trusts nothing in it: it is
-bounded in length, its JSON is checked to be flat before it is parsed (no recursion however
-deep the brackets), every id is within the range of the id columns (32-bit on PostgreSQL, so a
-query never overflows), and the cursor must be exactly what :meth:`CursorShape.encode` gives for
-what it holds. Anything else is :class:`~app.errors.InvalidCursor` (422).
+``[key, a, b]``) or an object (the answers' and disagreements' ``{"after": key}``) of ids and
+names. Paging routes take the cursor from the client, so :meth:`CursorShape.decode` trusts
+nothing in it: it is bounded in length, its JSON is checked to be flat before it is parsed (no
+recursion however deep the brackets), every id is within the range of the id columns (32-bit on
+PostgreSQL, so a query never overflows), and the cursor must be exactly what
+:meth:`CursorShape.encode` gives for what it holds. Anything else is
+:class:`~app.errors.InvalidCursor` (422).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 from app.errors import InvalidCursor
 from app.security import MAX_ID
 
-__all__ = ["ANSWERS", "LABELS", "MAX_CURSOR_LENGTH", "CursorShape"]
+__all__ = ["ANSWERS", "DISAGREEMENTS", "LABELS", "MAX_CURSOR_LENGTH", "CursorShape"]
 
 MAX_CURSOR_LENGTH = 4096
 """The longest cursor read (the routes' ``max_length``)."""
@@ -113,3 +114,6 @@ LABELS = CursorShape((int, str, str))
 
 ANSWERS = CursorShape((int,), names=("after",))
 """``GET .../answers?cursor=``: the id of the last answer of the page."""
+
+DISAGREEMENTS = CursorShape((int,), names=("after",))
+"""``GET .../disagreements?cursor=``: the id of the last disagreement of the page."""

@@ -14,10 +14,11 @@ import io
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
-from sqlalchemy import select
+from sqlalchemy import String, case, cast, select
 from sqlalchemy.orm import Session, aliased
 
 from app.errors import ValidationFailed
@@ -142,7 +143,8 @@ def _graphml(session: Session, project_id: int,
     """The positive relation as GraphML, written as it streams (asserted edges marked; each
     edge's confidence, and whether it is contested)."""
     yield _GRAPHML_HEAD
-    for name in session.scalars(select(Concept.name).where(Concept.project_id == project_id)
+    for name in session.scalars(select(Concept.name).where(Concept.project_id == project_id,
+                                                           Concept.deleted_at.is_(None))
                                 .order_by(Concept.id)):
         yield f"    <node id={quoteattr(name)}/>\n"
     for item in items:
@@ -162,8 +164,43 @@ def _line(kind: str, **fields: Any) -> str:
     return json.dumps({"kind": kind, **fields}, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-def _answer_lines(session: Session, pid: int,
-                  labels: list[tuple[int, str, str]]) -> Iterator[str]:
+@dataclass(frozen=True)
+class _Names:
+    """How the file names the project's concepts: a live one by its name, a deleted one (a
+    tombstone) by the name it had, or, where that name is taken again (by a concept or
+    another tombstone), by ``"<name> (deleted <id>)"``; ``tombstones``: ``(file name,
+    deleted_at)`` of each, oldest first."""
+
+    renamed: frozenset[int]
+    tombstones: list[tuple[str, datetime]]
+
+    @classmethod
+    def read(cls, session: Session, pid: int) -> _Names:
+        rows: list[tuple[int, str, datetime]] = [
+            (int(k), str(name), at) for k, name, at in session.execute(
+                select(Concept.id, Concept.deleted_name, Concept.deleted_at)
+                .where(Concept.project_id == pid, Concept.deleted_at.is_not(None))
+                .order_by(Concept.id)) if at is not None]
+        if not rows:
+            return cls(frozenset(), [])
+        said = [name for _, name, _ in rows]
+        live = set(session.scalars(select(Concept.name).where(
+            Concept.project_id == pid, Concept.name.in_(sorted(set(said))))))
+        renamed = frozenset(k for k, name, _ in rows if name in live or said.count(name) > 1)
+        return cls(renamed, [(f"{name} (deleted {k})" if k in renamed else name, at)
+                             for k, name, at in rows])
+
+    def of(self, concept: Any) -> Any:
+        """The SQL expression of the file's name of ``concept`` (a :class:`Concept` alias)."""
+        whens: list[Any] = [(concept.deleted_at.is_(None), concept.name)]
+        if self.renamed:
+            whens.append((concept.id.in_(sorted(self.renamed)), concept.deleted_name
+                          + " (deleted " + cast(concept.id, String) + ")"))
+        return case(*whens, else_=concept.deleted_name)
+
+
+def _answer_lines(session: Session, pid: int, labels: list[tuple[int, str, str]],
+                  names: _Names) -> Iterator[str]:
     """Every answer, oldest first, each naming the label it stood behind by its place among
     the labels of its pair (``label_seq``: 1 for the first label asserted there)."""
     seq: dict[int, int] = {}
@@ -172,7 +209,8 @@ def _answer_lines(session: Session, pid: int,
         count[(a_name, b_name)] = seq[label_id] = count.get((a_name, b_name), 0) + 1
     a, b = aliased(Concept), aliased(Concept)
     for row in session.execute(
-            select(a.name, b.name, Answer.positive, Answer.annotator, Answer.role, Answer.source,
+            select(names.of(a), names.of(b), Answer.positive, Answer.annotator, Answer.role,
+                   Answer.source,
                    Answer.outcome, Answer.check_question, Answer.created_at,
                    Answer.retracted_at, Answer.label_id)
             .join(a, a.id == Answer.a_id).join(b, b.id == Answer.b_id)
@@ -185,7 +223,7 @@ def _answer_lines(session: Session, pid: int,
                     label_seq=seq.get(row[10]) if row[10] is not None else None)
 
 
-def _disagreement_lines(session: Session, pid: int) -> Iterator[str]:
+def _disagreement_lines(session: Session, pid: int, names: _Names) -> Iterator[str]:
     """Every disagreement, oldest first, with its close and its resolutions, each named by
     its place among the file's answers (``_answer_lines`` writes them in id order)."""
     links = session.execute(
@@ -200,7 +238,7 @@ def _disagreement_lines(session: Session, pid: int) -> Iterator[str]:
         resolved.setdefault(k, []).append(place[answer_id])
     a, b = aliased(Concept), aliased(Concept)
     for row in session.execute(
-            select(Disagreement.id, a.name, b.name, Disagreement.opened_at,
+            select(Disagreement.id, names.of(a), names.of(b), Disagreement.opened_at,
                    Disagreement.closed_at, Disagreement.closed_reason, Disagreement.reopened_at)
             .join(a, a.id == Disagreement.a_id).join(b, b.id == Disagreement.b_id)
             .where(Disagreement.project_id == pid).order_by(Disagreement.id)):
@@ -242,8 +280,10 @@ def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
     ``caused_by``: each label carries its write (``batch``: the writes that asserted labels
     numbered from 1, so that the file does not depend on the project's version), and an
     import applies the labels of one write together, as that write did. Then every
-    answer (the evidence), which an import restores as it was; last, every disagreement
-    (its close and why, its resolutions).
+    answer (the evidence), which an import restores as it was; then every disagreement
+    (its close and why, its resolutions); last, each deleted concept (``deleted``: a
+    tombstone, registered by its ``concept`` record so that the history on it reads back,
+    deleted again once everything is written; :class:`_Names`).
     """
     pid = project["id"]
     computed = bool(project.get("features_computed"))
@@ -255,8 +295,9 @@ def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
                 features="computed" if computed else None,
                 policy=None if policy == DEFAULT_POLICY else policy,
                 question=None if question in (None, DEFAULT_QUESTION) else question)
+    names = _Names.read(session, pid)
     for name, description, text in session.execute(
-            select(Concept.name, Concept.description, ConceptText.text)
+            select(names.of(Concept), Concept.description, ConceptText.text)
             .outerjoin(ConceptText, ConceptText.concept_id == Concept.id)
             .where(Concept.project_id == pid).order_by(Concept.id)):
         yield _line("concept", name=name, description=description, text=text)
@@ -274,14 +315,17 @@ def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
         yield _line("pair", a=a_name, b=b_name,
                     features=None if computed else decode_features(blob).tolist())
     labels = session.execute(
-        select(AssertedLabel.id, a.name, b.name, AssertedLabel.positive, AssertedLabel.annotator,
+        select(AssertedLabel.id, names.of(a), names.of(b), AssertedLabel.positive,
+               AssertedLabel.annotator,
                AssertedLabel.version, AssertedLabel.retracted_version, AssertedLabel.a_id,
                AssertedLabel.b_id)
         .join(a, a.id == AssertedLabel.a_id).join(b, b.id == AssertedLabel.b_id)
         .where(AssertedLabel.project_id == pid)).all()
     yield from _label_history(session, pid, labels)
-    yield from _answer_lines(session, pid, [(row[0], row[1], row[2]) for row in labels])
-    yield from _disagreement_lines(session, pid)
+    yield from _answer_lines(session, pid, [(row[0], row[1], row[2]) for row in labels], names)
+    yield from _disagreement_lines(session, pid, names)
+    for name, deleted_at in names.tombstones:  # last: what named them is written
+        yield _line("deleted", name=name, deleted_at=deleted_at.isoformat())
 
 
 # ---------------------------------------------------------------------------- the registry

@@ -334,7 +334,8 @@ class ProjectState:
 def _load_concepts(session: Session, state: ProjectState) -> None:
     rows = session.execute(
         select(Concept.id, Concept.name)
-        .where(Concept.project_id == state.project_id, Concept.id > state.max_concept_id)
+        .where(Concept.project_id == state.project_id, Concept.id > state.max_concept_id,
+               Concept.deleted_at.is_(None))
         .order_by(Concept.id)
     )
     for concept_id, name in rows:

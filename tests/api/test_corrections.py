@@ -44,7 +44,7 @@ def test_a_concept_in_use_is_not_deleted_and_the_labels_are_named(client: TestCl
     assert client.delete(f"/projects/{pid}/labels/{lid}").status_code == 200
     response = client.delete(f"/projects/{pid}/concepts", params={"name": "b"})
     assert response.status_code == 200, response.text
-    assert response.json() == {"name": "b", "pool_pairs": 2}
+    assert response.json() == {"name": "b", "pool_pairs": 2, "answers_kept": 1}  # retracted
     assert pool(client, pid) == {("c", "a")}
     detail = client.get(f"/projects/{pid}").json()
     assert detail["counts"]["concepts"] == 2 and detail["counts"]["pool_pairs"] == 1
@@ -78,7 +78,8 @@ def test_merge_moves_labels_pool_and_closes_them_again(client: TestClient) -> No
     assert response.status_code == 200, response.text
     assert response.json() == {"keep": "limit", "merged": "lim", "labels_moved": 1,
                                "labels_dropped": 1, "pool_pairs_moved": 1,
-                               "pool_pairs_dropped": 1}
+                               "pool_pairs_dropped": 1, "disagreements_opened": 0,
+                               "disagreements_closed": 0}
     assert pool(client, pid) == {("limit", "derivative"), ("derivative", "integral"),
                                  ("limit", "integral")}
     assert ("limit", "integral", "positive") in decided(client, pid)

@@ -11,10 +11,11 @@ from fastapi.testclient import TestClient
 
 from app.errors import InvalidCursor
 from app.security import MAX_ID
-from app.services.cursors import ANSWERS, LABELS, MAX_CURSOR_LENGTH, CursorShape
+from app.services.cursors import ANSWERS, DISAGREEMENTS, LABELS, MAX_CURSOR_LENGTH, CursorShape
 from tests.api.conftest import assert_problem, label, new_project
 
-ROUTES = {"answers": ("cursor", ANSWERS), "labels": ("after", LABELS)}
+ROUTES = {"answers": ("cursor", ANSWERS), "labels": ("after", LABELS),
+          "disagreements": ("cursor", DISAGREEMENTS)}
 """Every keyset route of a project: its cursor parameter and the shape of its cursors."""
 
 
@@ -69,7 +70,8 @@ def test_a_cursor_the_service_did_not_give_is_a_422(client: TestClient, route: s
         shape.decode(cursor)
 
 
-@pytest.mark.parametrize("route", ROUTES)
+# (the disagreements' largest id: tests/api/test_disagreement_pages.py)
+@pytest.mark.parametrize("route", ["answers", "labels"])
 def test_the_largest_id_is_a_cursor_of_the_route(client: TestClient, route: str) -> None:
     """``MAX_ID`` fits every id column (a 32-bit integer on PostgreSQL): answers (oldest first)
     have none after it, labels (newest first) have them all."""

@@ -101,8 +101,11 @@ def test_the_review_view_resolves_and_a_failed_check_shows_the_definition(
     items: list[dict[str, Any]] = [_disagreement()]
     resolved: list[tuple[Any, str | None]] = []
 
-    def listing(route: Any) -> None:
-        route.fulfill(json={"items": list(items)})
+    def listing(route: Any) -> None:  # two pages: the view follows `next_cursor`
+        if "cursor=page-2" not in route.request.url:
+            route.fulfill(json={"items": [], "next_cursor": "page-2"})
+        else:
+            route.fulfill(json={"items": list(items), "next_cursor": None})
 
     def resolving(route: Any) -> None:
         request = route.request
@@ -114,7 +117,7 @@ def test_the_review_view_resolves_and_a_failed_check_shows_the_definition(
         response = route.fetch()
         route.fulfill(response=response, json={**response.json(), "check_failed": True})
 
-    page.route(re.compile(r".*/disagreements\?state=all$"), listing)
+    page.route(re.compile(r".*/disagreements\?state=all(&.*)?$"), listing)
     page.route(re.compile(r".*/disagreements/7/resolve$"), resolving)
     open_ui(page, server.base_url, pid, "cy")
 

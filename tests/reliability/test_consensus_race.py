@@ -89,7 +89,14 @@ def _stale(clients: list[httpx.Client], pid: int, ids: dict[str, int]) -> list[s
     """What the project shows now that the consensus of its live answers does not: open
     disagreements on settled pairs, and settled answers still ``contested``."""
     result, answers = _offline(clients[0], pid)
-    items = clients[1].get(f"/projects/{pid}/disagreements").json()["items"]
+    items: list[dict[str, Any]] = []
+    cursor = None
+    while True:  # every page of the open disagreements
+        page = clients[1].get(f"/projects/{pid}/disagreements", params={
+            "limit": 10000, **({"cursor": cursor} if cursor else {})}).json()
+        items += page["items"]
+        if (cursor := page["next_cursor"]) is None:
+            break
     opened = {(ids[item["a"]], ids[item["b"]]) for item in items}
     contested = set(result.contested)
     found = [f"disagreement open on a settled pair {pair}" for pair in opened - contested]

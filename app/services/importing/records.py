@@ -136,6 +136,15 @@ class DisagreementRecord(_Record):
         default_factory=list, max_length=10_000)
 
 
+class DeletedRecord(_Record):
+    """The ``deleted`` record: a concept the project deleted (a tombstone), registered by its
+    ``concept`` record so that the records on it read back, and deleted again once every
+    other record is written (a project export writes them last)."""
+
+    name: Name
+    deleted_at: Timestamp
+
+
 class TextRecord(_Record):
     """The ``text`` record: a concept's text (``""`` removes it)."""
 
@@ -144,13 +153,13 @@ class TextRecord(_Record):
 
 
 Kind = Literal["project", "concept", "pair", "label", "retract", "text", "link", "answer",
-               "disagreement"]
+               "disagreement", "deleted"]
 Item = (ProjectSettings | ConceptIn | PairIn | LabelIn | PairRef | TextRecord | LinkIn
-        | AnswerRecord | DisagreementRecord)
+        | AnswerRecord | DisagreementRecord | DeletedRecord)
 _MODELS: dict[str, type[BaseModel]] = {
     "project": ProjectSettings, "concept": ConceptIn, "pair": PairIn, "label": LabelRecord,
     "retract": PairRef, "text": TextRecord, "link": LinkIn, "answer": AnswerRecord,
-    "disagreement": DisagreementRecord,
+    "disagreement": DisagreementRecord, "deleted": DeletedRecord,
 }
 
 
@@ -182,6 +191,7 @@ class ImportSummary(BaseModel):
     links_created: int = 0
     answers_created: int = 0
     disagreements_created: int = 0
+    concepts_deleted: int = 0
     records: int = 0
 
 

@@ -19,6 +19,7 @@ from app.schemas import ConceptIn, LabelIn, LinkIn, PairIn, label_value
 from app.services.corpus import FEATURE_LENGTH
 from app.services.importing.records import (
     AnswerRecord,
+    DeletedRecord,
     DisagreementRecord,
     Kind,
     PairRef,
@@ -132,6 +133,7 @@ class Validator:
         self.labels_last = True  # no record but labels after the first label
         self.retracts = 0
         self.answers = 0
+        self.deletions = 0
         self.label_records: dict[tuple[str, str], int] = {}  # label records per pair
         self.label_refs: list[tuple[int, str, str, int]] = []  # answers' (line, a, b, seq)
         self.reviews: dict[int, tuple[str, str]] = {}  # the reviewer answers' places, pairs
@@ -340,10 +342,18 @@ def _check_disagreement(checker: Validator, record: Record) -> str | None:
     return None
 
 
+def _check_deleted(checker: Validator, record: Record) -> str | None:
+    item = record.item
+    assert isinstance(item, DeletedRecord)
+    checker.deletions += 1
+    return checker.known(item.name)
+
+
 _CHECKS: dict[Kind, Callable[[Validator, Record], str | None]] = {
     "project": _check_project, "concept": _check_concept, "pair": _check_pair,
     "label": _check_label, "retract": _check_retract, "text": _check_text,
     "link": _check_link, "answer": _check_answer, "disagreement": _check_disagreement,
+    "deleted": _check_deleted,
 }
 """The check of each kind of record (a label's closure is checked with its run)."""
 

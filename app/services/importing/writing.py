@@ -30,8 +30,10 @@ from app.schemas import BulkLabels, ConceptIn, LabelIn
 from app.security import Caller
 from app.services.concepts import add_concepts
 from app.services.corpus import FEATURE_LENGTH, change_corpus, set_texts
+from app.services.corrections import delete_concept
 from app.services.importing.records import (
     AnswerRecord,
+    DeletedRecord,
     DisagreementRecord,
     ImportSummary,
     Kind,
@@ -70,6 +72,7 @@ class _Later:
     settings: dict[str, Any] = default(default_factory=dict)
     answers: list[AnswerRecord] = default(default_factory=list)
     disagreements: list[DisagreementRecord] = default(default_factory=list)
+    deleted: list[DeletedRecord] = default(default_factory=list)
 
     @classmethod
     def at(cls, work: ProjectWork, caller: Caller) -> _Later:
@@ -148,7 +151,7 @@ def _adopted(work: ProjectWork, later: _Later) -> LabelPolicy | None:
 
 def _finish(work: ProjectWork, later: _Later, summary: ImportSummary) -> None:
     """Write what waited for every other record (:class:`_Later`)."""
-    if not (later.answers or later.settings or later.disagreements):
+    if not (later.answers or later.settings or later.disagreements or later.deleted):
         return
 
     def store(work: ProjectWork, project: Project, plan: None) -> None:
@@ -166,6 +169,9 @@ def _finish(work: ProjectWork, later: _Later, summary: ImportSummary) -> None:
         project.version += 1
 
     work.write(lambda work: None, store)
+    for item in later.deleted:  # the history on them is written: tombstones again
+        delete_concept(work, item.name, deleted_at=item.deleted_at)
+        summary.concepts_deleted += 1
     adopted = _adopted(work, later)
     if adopted is not None:
         adopted.adopt(work)  # the labels follow the answers, as a change of policy does
@@ -209,6 +215,11 @@ def _keep_answers(work: ProjectWork, items: list[Any], summary: ImportSummary,
 def _keep_disagreements(work: ProjectWork, items: list[Any], summary: ImportSummary,
                         later: _Later) -> None:
     later.disagreements += items
+
+
+def _keep_deleted(work: ProjectWork, items: list[Any], summary: ImportSummary,
+                  later: _Later) -> None:
+    later.deleted += items
 
 
 def _write_concepts(work: ProjectWork, items: list[Any], summary: ImportSummary,
@@ -259,9 +270,10 @@ _WRITERS: dict[Kind, Callable[[ProjectWork, list[Any], ImportSummary, _Later], N
     "project": _write_settings, "concept": _write_concepts, "pair": _write_pairs,
     "label": _write_labels, "retract": _write_retractions, "text": _write_texts,
     "link": _write_links, "answer": _keep_answers, "disagreement": _keep_disagreements,
+    "deleted": _keep_deleted,
 }
-"""How a batch of each kind is written (``project``, ``answer`` and ``disagreement`` partly at
-the end)."""
+"""How a batch of each kind is written (``project``, ``answer``, ``disagreement`` and
+``deleted`` partly at the end)."""
 
 
 def _batch(item: Any) -> int | None:
@@ -375,7 +387,7 @@ def import_source(work: ProjectWork, source: Source, *, caller: Caller,
     policy = policy or StagePolicy()
     records = checker.records
     staged = (checker.labels >= policy.min_labels and checker.labels_last
-              and not (checker.retracts or checker.answers)
+              and not (checker.retracts or checker.answers or checker.deletions)
               and not checker.consensus)  # consensus: every label an answer
     del checker  # its copy of the closure: the writes make their own
     if staged:

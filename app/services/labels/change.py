@@ -77,7 +77,8 @@ class TeamChange:
     ``add``: the answers it adds; ``retract``: the answer ids it retracts; ``policy``: the
     policy the project switches to; ``resolves``: the disagreement that ``add``'s reviewer
     answer resolves; ``exclude``: annotators whose answers do not count; ``pair``: the pair
-    whose disagreement the response reports.
+    whose disagreement the response reports; ``closes``: why the disagreements its refit
+    closes closed, for a correction of the concepts (``merge``, ``deletion``).
     """
 
     add: tuple[NewAnswer, ...] = ()
@@ -86,10 +87,13 @@ class TeamChange:
     resolves: int | None = None
     exclude: frozenset[str] = frozenset()
     pair: tuple[int, int] | None = None
+    closes: str | None = None
 
     def reason(self) -> str:
         """Why the disagreements this change's refit closes closed
         (:data:`models.tables.CLOSED_REASONS`)."""
+        if self.closes is not None:
+            return self.closes
         if self.resolves is not None:
             return "reviewer"
         if self.retract and not self.add:

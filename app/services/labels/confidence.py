@@ -106,7 +106,8 @@ def _derived(session: Session, project_id: int) -> Derived:
         cached = _cache.get(key)
     if cached is not None and cached[0] == mark:
         return cached[1]
-    concepts = list(session.scalars(select(Concept.id).where(Concept.project_id == project_id)
+    concepts = list(session.scalars(select(Concept.id).where(Concept.project_id == project_id,
+                                                             Concept.deleted_at.is_(None))
                                     .order_by(Concept.id)))
     labels = {(a, b): bool(v) for a, b, v in session.execute(
         select(AssertedLabel.a_id, AssertedLabel.b_id, AssertedLabel.positive).where(

@@ -105,7 +105,8 @@ def snapshot(session: Session, project_id: int) -> Snapshot:
     if cached is not None and cached.version == version:
         return cached
     concepts = session.execute(select(Concept.id, Concept.name)
-                               .where(Concept.project_id == project_id)
+                               .where(Concept.project_id == project_id,
+                                      Concept.deleted_at.is_(None))
                                .order_by(Concept.id)).all()
     ids = [c for c, _ in concepts]
     names = [n for _, n in concepts]
@@ -122,6 +123,7 @@ def snapshot(session: Session, project_id: int) -> Snapshot:
                    AssertedLabel.retracted_at, AssertedLabel.caused_by)
             .where(AssertedLabel.project_id == project_id)
             .order_by(AssertedLabel.id.desc()))
+        if row.a_id in ordinal and row.b_id in ordinal  # else retracted, on a deleted concept
     ]
     counts: dict[tuple[int, bool], int] = {
         (label_id, positive): int(total) for label_id, positive, total in session.execute(

@@ -151,10 +151,19 @@
       ...actions(item, may));
   }
 
-  // Every disagreement (state=all); a service without disagreements has none to review.
+  // Every disagreement (state=all), page after page (`next_cursor` → `cursor`); a service
+  // without disagreements has none to review.
   async function listDisagreements() {
     try {
-      return (await api("GET", "/disagreements?state=all", undefined, session.key)).items;
+      const items = [];
+      let cursor = null;
+      do {
+        const after = cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`;
+        const page = await api("GET", `/disagreements?state=all&limit=1000${after}`, undefined, session.key);
+        items.push(...page.items);
+        cursor = page.next_cursor || null;
+      } while (cursor !== null);
+      return items;
     } catch (error) {
       if (error.status === 404 && !(error.problem && error.problem.type === "/problems/project-not-found")) return [];
       throw error;
