@@ -136,8 +136,9 @@ def reask_annotator(work: ProjectWork, name: str) -> AnnotatorReasked:
     work.end_read()
 
     def plan(work: ProjectWork) -> list[tuple[int, int]]:
-        asked = set(work.session.execute(select(ReaskedPair.a_id, ReaskedPair.b_id).where(
-            ReaskedPair.project_id == work.state.project_id)).tuples())
+        asked = {(a, b) for a, b in work.session.execute(
+            select(ReaskedPair.a_id, ReaskedPair.b_id).where(
+                ReaskedPair.project_id == work.state.project_id))}
         return [pair for pair in _theirs_alone(work, name) if pair not in asked]
 
     def store(work: ProjectWork, project: Project, pairs: list[tuple[int, int]]) -> int:
@@ -151,8 +152,9 @@ def reask_annotator(work: ProjectWork, name: str) -> AnnotatorReasked:
 
     count = work.write(plan, store)
     session, pid = work.session, work.state.project_id
-    mine = set(session.execute(select(ReaskedPair.a_id, ReaskedPair.b_id).where(
-        ReaskedPair.project_id == pid, ReaskedPair.annotator == name)).tuples())
+    mine = {(a, b) for a, b in session.execute(
+        select(ReaskedPair.a_id, ReaskedPair.b_id).where(
+            ReaskedPair.project_id == pid, ReaskedPair.annotator == name))}
     rows = counting(live_answers(session, pid), excluded_annotators(session, pid))
     waiting = sum(1 for pair in reasked_pairs(session, pid, rows) if pair in mine)
     work.session.rollback()

@@ -143,8 +143,8 @@ def _store_team_actions(work: ProjectWork, later: _Later) -> None:
     session.add_all([AnnotatorExclusion(project_id=pid, annotator=item.annotator,
                                         role=item.role, excluded_at=item.excluded_at)
                      for item in later.exclusions if item.annotator not in excluded])
-    asked = set(session.execute(select(ReaskedPair.a_id, ReaskedPair.b_id)
-                                .where(ReaskedPair.project_id == pid)).tuples())
+    asked = {(a, b) for a, b in session.execute(
+        select(ReaskedPair.a_id, ReaskedPair.b_id).where(ReaskedPair.project_id == pid))}
     for item in later.reasks:
         pair = (state.id_of[item.a], state.id_of[item.b])
         if pair not in asked:
