@@ -35,13 +35,15 @@ __all__ = ["exclude_annotator", "include_annotator", "reask_annotator"]
 
 
 def _acting_on(view: ProjectView, name: str, what: str) -> None:
-    """409 unless the project is in ``consensus``; 404 unless ``name`` answered in it."""
+    """409 unless the project is in ``consensus``; 404 unless ``name`` answered in it (or
+    is excluded)."""
     if policy_of(view.project).refuses:  # the first answer decides: no consensus to act on
         raise ConsensusOnly(f"{what} an annotator needs the consensus policy; the project is "
                             f"{view.project.policy!r} (PATCH it to \"consensus\" first)")
+    pid = view.state.project_id
     found = view.session.scalar(select(Answer.id).where(
-        Answer.project_id == view.state.project_id, Answer.annotator == name).limit(1))
-    if found is None:
+        Answer.project_id == pid, Answer.annotator == name).limit(1))
+    if found is None and name not in excluded_annotators(view.session, pid):
         raise AnnotatorNotFound(name)
 
 
