@@ -30,7 +30,7 @@ def test_counts_accepted_retracted_and_refused_answers_per_annotator(client: Tes
 
     assert _counts(client, pid) == {
         "ana": {"answered": 2, "accepted": 1, "retracted": 1, "refused": 0, "contested": 0,
-              "excluded": 0},
+                "excluded": 0},
         "bo": {"answered": 3, "accepted": 1, "retracted": 0, "refused": 2, "contested": 0,
                "excluded": 0},
         None: {"answered": 1, "accepted": 1, "retracted": 0, "refused": 0, "contested": 0,
