@@ -787,7 +787,7 @@ class DisagreementAnswer(BaseModel):
     retracted_at: datetime | None = None
 
 
-ClosedReason = Literal["answers", "reviewer", "retraction", "policy", "merge"]
+ClosedReason = Literal["answers", "reviewer", "retraction", "policy", "merge", "exclusion"]
 
 
 class ResolutionItem(BaseModel):

@@ -480,10 +480,10 @@ class Disagreement(Base):
     reopened_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
-CLOSED_REASONS = ("answers", "reviewer", "retraction", "policy", "merge")
+CLOSED_REASONS = ("answers", "reviewer", "retraction", "policy", "merge", "exclusion")
 """Why a disagreement closed: later answers settled it, a reviewer's resolution (its own or
 one whose refit settled it), a retraction (an answer or a resolution undone), a switch of
-policy, a merge of concepts."""
+policy, a merge of concepts, an annotator excluded or included again."""
 
 
 class DisagreementResolution(Base):

@@ -48,7 +48,7 @@ def list_disagreements(
     """The pairs in dispute (consensus): answered both ways and not settled, or answered
     against what stronger labels imply; with the answers on each side and the proof of the
     pair's value now, every resolution, and why and when each closed one closed
-    (`closed_reason`: answers, reviewer, retraction, policy, merge)."""
+    (`closed_reason`: answers, reviewer, retraction, policy, merge, exclusion)."""
     return service.list_disagreements(view, state)
 
 

@@ -92,6 +92,8 @@ def test_excluding_recomputes_without_them_and_including_brings_them_back(
     assert body["labels_retracted"] == len({p for p in before if after.get(p) != before[p]})
     assert body["labels_created"] == len({p for p in after if before.get(p) != after[p]})
     assert body["disagreements_closed"] == len(ONE_ON_ONE) and _open(client, pid) == set()
+    closed = client.get(f"/projects/{pid}/disagreements?state=closed").json()["items"]
+    assert {i["closed_reason"] for i in closed} == {"exclusion"}
     assert body["summary"].startswith("Excluded bad: 8 answers no longer count;")
     outcomes = {i["outcome"] for i in _answers(client, pid) if i["annotator"] == "bad"}
     assert outcomes == {"excluded"}  # kept, not counted

@@ -102,6 +102,8 @@ class TeamChange:
         (:data:`models.tables.CLOSED_REASONS`)."""
         if self.resolves is not None:
             return "reviewer"
+        if self.exclude is not None and not self.add and not self.retract:
+            return "exclusion"  # an annotator excluded or included again
         if self.retract and not self.add:
             return "retraction"
         return "answers"

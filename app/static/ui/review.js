@@ -66,7 +66,7 @@
   const REASONS = {  // closed_reason in plain words
     answers: "settled by later answers", reviewer: "resolved by the reviewer",
     retraction: "an answer was retracted", policy: "the project switched to strict",
-    merge: "concepts merged",
+    merge: "concepts merged", exclusion: "an annotator was excluded or included again",
   };
   const VALUES = { positive: "yes", negative: "no" };
   const LEADS_ONLY = "Review is the lead's view: open the page with the project key, the " +
