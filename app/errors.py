@@ -27,10 +27,12 @@ from reasoning.closure import ContradictionError, ReasoningError
 __all__ = [
     "PROBLEMS",
     "PROBLEM_MEDIA_TYPE",
+    "AnnotatorNotFound",
     "AnswerNotFound",
     "BudgetExceeded",
     "BulkContradiction",
     "DisagreementNotFound",
+    "ConsensusOnly",
     "ReviewConflict",
     "InternalError",
     "MethodNotAllowed",
@@ -216,6 +218,21 @@ class ReviewConflict(ServiceError):
     description = ("The disagreement cannot be undone or reopened as asked: it has no live "
                    "resolution to undo, another disagreement is open on its pair, or the "
                    "project is not in `consensus`.")
+
+
+class ConsensusOnly(ServiceError):
+    slug, status, title = "consensus-only", 409, "Needs the consensus policy"
+    description = ("Excluding, including and re-asking an annotator act on the consensus of "
+                   "the answers: the project's policy is `strict`, where the first answer on "
+                   "each pair decides. Switch it to `consensus` first.")
+
+
+class AnnotatorNotFound(ServiceError):
+    slug, status, title = "annotator-not-found", 404, "Annotator not found"
+    description = "No answer of this project comes from this annotator."
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no answer of this project comes from annotator {name!r}")
 
 
 class ProjectNotFound(ServiceError):

@@ -644,12 +644,15 @@ class ConceptsMerged(BaseModel):
 
 class AnnotatorCounts(BaseModel):
     annotator: str | None = Field(description="null: labels posted without an annotator.")
-    answered: int = Field(description="accepted + retracted + refused + contested.")
+    answered: int = Field(description="accepted + retracted + refused + contested + "
+                                      "excluded.")
     accepted: int = Field(description="Labels asserted and still live.")
     retracted: int = Field(description="Labels asserted, retracted since.")
     refused: int = Field(description="Answers refused as contradictions (409).")
     contested: int = Field(default=0, description="consensus: answers that dispute what was "
                                                   "decided (open to the consensus).")
+    excluded: int = Field(default=0, description="consensus: live answers that do not count "
+                                                 "(their annotator is excluded).")
 
 
 class AnnotatorPage(BaseModel):
@@ -694,7 +697,7 @@ class JobAccepted(JobRead):
 
 
 # ---------------------------------------------------------------------------- answers
-AnswerOutcome = Literal["asserted", "agreed", "repeated", "refused", "contested"]
+AnswerOutcome = Literal["asserted", "agreed", "repeated", "refused", "contested", "excluded"]
 
 
 class AnswerItem(BaseModel):
@@ -714,7 +717,8 @@ class AnswerItem(BaseModel):
         description="\"asserted\": it asserted its pair; \"agreed\": it agreed with the label "
         "asserted there; \"repeated\": its annotator said it before; \"refused\": it "
         "contradicted the asserted labels (strict); \"contested\": it disputes what was "
-        "decided (consensus).")
+        "decided (consensus); \"excluded\": its annotator is excluded, it does not count "
+        "(consensus).")
     retracted_at: datetime | None = None
 
 
@@ -783,6 +787,8 @@ class ReviewerItem(BaseModel):
     resolutions: int = Field(description="Their live resolutions.")
     final: int = Field(description="The pairs where a resolution of theirs is the one that "
                                    "stands.")
+    excluded: bool = Field(default=False, description="Their answers do not count (`POST "
+                           ".../annotators/{name}/exclude`): the consensus is the others'.")
 
 
 class KappaItem(BaseModel):
@@ -834,7 +840,8 @@ class DisagreementAnswer(BaseModel):
     retracted_at: datetime | None = None
 
 
-ClosedReason = Literal["answers", "reviewer", "retraction", "policy", "merge", "deletion"]
+ClosedReason = Literal["answers", "reviewer", "retraction", "policy", "merge", "deletion",
+                       "exclusion"]
 
 
 class ResolutionItem(BaseModel):
@@ -941,3 +948,33 @@ class WhoAmI(BaseModel):
 
 __all__ += ["AnnotatorKeyCreate", "AnnotatorKeyCreated", "AnnotatorKeyItem",
             "AnnotatorKeyPage", "WhoAmI"]
+
+
+# ---------------------------------------------------------------------------- team actions
+class AnnotatorExcluded(BaseModel):
+    """What excluding (or including again) an annotator changed (consensus)."""
+
+    annotator: str
+    excluded: bool = Field(description="Whether their answers are excluded now.")
+    changed: bool = Field(description="false: they were so already; nothing changed.")
+    answers: int = Field(description="Their live answers that stopped counting (exclude) or "
+                                     "count again (include).")
+    labels_created: int = Field(description="Labels the consensus asserted anew.")
+    labels_retracted: int = Field(description="Labels whose value left the consensus.")
+    disagreements_opened: int
+    disagreements_closed: int
+    summary: str = Field(description="What changed, in one sentence.")
+
+
+class AnnotatorReasked(BaseModel):
+    """The pairs only one annotator answered, now second-opinion questions for the others."""
+
+    annotator: str
+    pairs: int = Field(description="Pairs re-asked now: `next` serves them to the other "
+                                   "annotators (reason `second-opinion`) until one answers.")
+    waiting: int = Field(description="Of this annotator's re-asked pairs (these and earlier "
+                                     "ones), those still waiting for a second opinion.")
+    summary: str = Field(description="What changed, in one sentence.")
+
+
+__all__ += ["AnnotatorExcluded", "AnnotatorReasked"]

@@ -4,6 +4,7 @@ from models.base import NAMING_CONVENTION, Base, UTCDateTime, utcnow
 from models.tables import (
     NAME_LENGTH,
     POLICIES,
+    AnnotatorExclusion,
     Answer,
     AssertedLabel,
     CheckQuestion,
@@ -15,11 +16,14 @@ from models.tables import (
     IdempotencyRecord,
     PoolPair,
     Project,
+    ReaskedPair,
     Reservation,
     Suggestion,
 )
 
 __all__ = [
+    "AnnotatorExclusion",
+    "ReaskedPair",
     "NAME_LENGTH",
     "NAMING_CONVENTION",
     "AssertedLabel",

@@ -30,6 +30,7 @@ from models.base import Base, UTCDateTime, utcnow
 __all__ = [
     "NAME_LENGTH",
     "POLICIES",
+    "AnnotatorExclusion",
     "AnnotatorKey",
     "Answer",
     "AssertedLabel",
@@ -46,6 +47,7 @@ __all__ = [
     "Job",
     "PoolPair",
     "Project",
+    "ReaskedPair",
     "Reservation",
     "StagedConcept",
     "StagedEffect",
@@ -495,11 +497,12 @@ class Disagreement(Base):
     reopened_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
-CLOSED_REASONS = ("answers", "reviewer", "retraction", "policy", "merge", "deletion")
+CLOSED_REASONS = ("answers", "reviewer", "retraction", "policy", "merge", "deletion",
+                  "exclusion")
 """Why a disagreement closed: later answers settled it, a reviewer's resolution (its own or
 one whose refit settled it), a retraction (an answer or a resolution undone), a switch of
 policy, a merge of concepts (the merged pairs' consensus computed again, or its pair merged
-away), the deletion of one of its concepts."""
+away), the deletion of one of its concepts, an annotator excluded or included again."""
 
 
 class DisagreementResolution(Base):
@@ -567,3 +570,46 @@ class AnnotatorKey(Base):
     key_hash: Mapped[str] = mapped_column(String(64), nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
     retired_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class AnnotatorExclusion(Base):
+    """An annotator of a ``consensus`` project whose answers do not count: kept (and their
+    later answers stored) but left out of the consensus until they are included again
+    (the row deleted). ``role``: the key that excluded them (``admin``, ``project`` or
+    ``reviewer``)."""
+
+    __tablename__ = "annotator_exclusions"
+    __table_args__ = (
+        UniqueConstraint("project_id", "annotator"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
+    )
+    annotator: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
+    role: Mapped[str] = mapped_column(String(16), nullable=False)
+    excluded_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+
+class ReaskedPair(Base):
+    """A pair only ``annotator`` had answered, re-asked by a lead: ``next`` serves it to the
+    other annotators as a second opinion until one of them answers it."""
+
+    __tablename__ = "reasked_pairs"
+    __table_args__ = (
+        UniqueConstraint("project_id", "a_id", "b_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
+    )
+    a_id: Mapped[int] = mapped_column(
+        ForeignKey("concepts.id", ondelete="CASCADE"), nullable=False
+    )
+    b_id: Mapped[int] = mapped_column(
+        ForeignKey("concepts.id", ondelete="CASCADE"), nullable=False
+    )
+    annotator: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
+    asked_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)

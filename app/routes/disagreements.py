@@ -51,7 +51,8 @@ def list_disagreements(
     """The pairs in dispute (consensus): answered both ways and not settled, or answered
     against what stronger labels imply; with the answers on each side and the proof of the
     pair's value now, every resolution, and why and when each closed one closed
-    (`closed_reason`: answers, reviewer, retraction, policy, merge, deletion).
+    (`closed_reason`: answers, reviewer, retraction, policy, merge, deletion,
+    exclusion).
 
     Oldest first, in pages: pass `next_cursor` as `cursor` for the next one (null on the
     last page). A disagreement on a deleted concept stays listed, named as it was."""

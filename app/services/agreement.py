@@ -1,9 +1,11 @@
 """How far a project's annotators agree: the consensus of its live answers, and the agreement
 of each annotator, of each pair of annotators and of the whole team with it.
 
-The consensus is :func:`reasoning.consensus.consensus` over every live answer (retracted ones
-left out), keyed by concept ids; the view is :func:`reasoning.consensus.agreement`. Both are
-computed again only when the answers change: the view, with the ids of each annotator's
+The consensus is :func:`reasoning.consensus.consensus` over every live answer that counts
+(retracted ones and those of excluded annotators left out), keyed by concept ids; the view is
+:func:`reasoning.consensus.agreement` of every live answer with it (an excluded annotator's
+row says ``excluded`` and how far their answers agree with the consensus of the others). Both
+are computed again only when the answers change: the view, with the ids of each annotator's
 minority answers (those ``GET answers?minority=true`` lists), is cached on the project's state
 with the fingerprint of the answers it came from (:func:`app.services.team.answers_fingerprint`),
 so that a page polling the view, or paging through minority answers, costs one small query.
@@ -23,6 +25,8 @@ from app.services.state import ProjectState
 from app.services.team import (
     answers_fingerprint,
     cached_agreement,
+    counting,
+    excluded_annotators,
     keep_agreement,
     live_answers,
     votes,
@@ -40,8 +44,8 @@ __all__ = [
 AGREEMENT_CSV_COLUMNS = [
     "annotator", "answers", "agreement", "accuracy", "accuracy_low", "accuracy_high",
     "checks_asked", "checks_failed", "false_no", "false_yes", "minority", "undecided",
-    "minority_url", "shared_pairs", "rests_on_prior", "identifiable", "trend", "trend_answers",
-    "note"]
+    "minority_url", "shared_pairs", "rests_on_prior", "identifiable", "excluded", "trend",
+    "trend_answers", "note"]
 """The columns of ``GET agreement?format=csv``: one row per annotator, the JSON row flattened
 (``accuracy`` its estimate; ``trend`` and ``trend_answers`` each window's agreement and size,
 oldest first, separated by spaces)."""
@@ -64,13 +68,17 @@ def minority_url(project_id: int, annotator: str | None) -> str:
 
 def _compute(session: Session, state: ProjectState) -> _Computed:
     known = state.name_of
-    answers = [answer for answer in votes(live_answers(session, state.project_id))
+    excluded = excluded_annotators(session, state.project_id)
+    rows = live_answers(session, state.project_id)
+    answers = [answer for answer in votes(rows)
                if answer.a in known and answer.b in known and answer.a != answer.b]
+    kept = {r.id for r in counting(rows, excluded)}
     concepts: list[Hashable] = list(known)
-    computed = agreement(answers, consensus(answers, concepts))
+    computed = agreement(answers, consensus([a for a in answers if a.order in kept], concepts))
     shape = computed.as_dict()
     for row in shape["annotators"]:
         row["minority_url"] = minority_url(state.project_id, row["annotator"])
+        row["excluded"] = row["annotator"] in excluded
     return _Computed(shape, {name: tuple(ids) for name, ids in computed.minority.items()})
 
 

@@ -105,7 +105,8 @@ def annotator_counts(session: Session, project_id: int) -> AnnotatorPage:
     """The counts of every annotator of the project, by name.
 
     ``answered`` = ``accepted`` (standing behind a live label) + ``retracted`` + ``refused`` +
-    ``contested``; answers posted without an annotator count under ``None`` (listed last).
+    ``contested`` + ``excluded``; answers posted without an annotator count under ``None``
+    (listed last).
     """
     live = Answer.retracted_at.is_(None)
     rows = session.execute(
@@ -114,11 +115,12 @@ def annotator_counts(session: Session, project_id: int) -> AnnotatorPage:
                func.count(Answer.id).filter(Answer.retracted_at.is_not(None)),
                func.count(Answer.id).filter(live, Answer.outcome == "refused"),
                func.count(Answer.id).filter(live, Answer.outcome == "contested"),
+               func.count(Answer.id).filter(live, Answer.outcome == "excluded"),
                func.count(Answer.id))
         .where(Answer.project_id == project_id).group_by(Answer.annotator))
     counts: list[dict[str, Any]] = [
         {"annotator": name, "accepted": accepted, "retracted": retracted, "refused": refused,
-         "contested": contested, "answered": answered}
-        for name, accepted, retracted, refused, contested, answered in rows]
+         "contested": contested, "excluded": excluded, "answered": answered}
+        for name, accepted, retracted, refused, contested, excluded, answered in rows]
     counts.sort(key=lambda c: (c["annotator"] is None, c["annotator"] or ""))
     return AnnotatorPage(items=[AnnotatorCounts(**item) for item in counts])

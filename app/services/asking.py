@@ -9,7 +9,9 @@ than they failed; its reason says ``new``), else the strategy's new pair. Never 
 annotator already answered (anonymous answers count as one annotator).
 
 :func:`team_question` builds the policy's view from the service's state: the accuracies and
-dispute of the last full consensus event (:func:`app.services.team.last_fit`),
+dispute of the last full consensus event (:func:`app.services.team.last_fit`), over the
+answers that count (an excluded annotator's left out, and an excluded annotator gets no team
+question), the pairs a lead re-asked (:func:`app.services.team.reasked_pairs`),
 the labels and closure as asserted now (answers on the fast path since then included), the
 open disagreements as the pairs in dispute, the model's probabilities and, as the stake of a
 label, the pairs its stored closure effect decided. Which pair was served to whom as a check
@@ -26,7 +28,14 @@ from typing import NamedTuple, cast
 import numpy as np
 from sqlalchemy import func, select
 
-from app.services.team import last_fit, live_answers, votes
+from app.services.team import (
+    counting,
+    excluded_annotators,
+    last_fit,
+    live_answers,
+    reasked_pairs,
+    votes,
+)
 from app.services.unit import ProjectWork
 from models import ClosureEffect, Disagreement
 from reasoning.consensus import Vote
@@ -77,7 +86,12 @@ def team_question(work: ProjectWork, annotator: str | None, proba: np.ndarray | 
     check; None: the strategy's new pair), and the pairs ``annotator`` answered (never asked
     again). ``proba``: the model's P(positive) per pool row."""
     state = work.state
-    rows = live_answers(work.session, state.project_id)
+    live = live_answers(work.session, state.project_id)
+    excluded = excluded_annotators(work.session, state.project_id)
+    mine = {(r.a_id, r.b_id) for r in live if r.annotator == annotator and not r.reviewer}
+    if annotator is not None and annotator in excluded:
+        return TeamQuestion(None, mine)  # their answers do not count: no team question
+    rows = counting(live, excluded)
     answers: dict[Pair, list[Vote]] = {}
     for ans in votes(rows):
         answers.setdefault((ans.a, ans.b), []).append(ans)
@@ -92,9 +106,9 @@ def team_question(work: ProjectWork, annotator: str | None, proba: np.ndarray | 
     result = replace(last_fit(state, rows), labels=dict(state.closure.asserted),
                      closure=state.closure,
                      contested={pair: answers.get(pair, []) for pair in disputed})
-    view = TeamView(result, answers, pool, model, _stake(work))
+    view = TeamView(result, answers, pool, model, _stake(work),
+                    reask=reasked_pairs(work.session, state.project_id, rows))
     draw = random.Random(f"{state.project_id}:{annotator}:{state.label_events}").random()
-    mine = {(r.a_id, r.b_id) for r in rows if r.annotator == annotator and not r.reviewer}
     choice = POLICY.choose(view, annotator, draw=draw)
     if choice is None:
         return TeamQuestion(None, mine)

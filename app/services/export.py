@@ -27,7 +27,17 @@ from app.services.labels.confidence import pair_confidence
 from app.services.labels.listing import Filters, iter_labels, snapshot, with_confidence
 from app.services.labels.policy import DEFAULT_POLICY
 from app.services.state import decode_features
-from models import Answer, AssertedLabel, Concept, ConceptLink, ConceptText, Disagreement, PoolPair
+from models import (
+    AnnotatorExclusion,
+    Answer,
+    AssertedLabel,
+    Concept,
+    ConceptLink,
+    ConceptText,
+    Disagreement,
+    PoolPair,
+    ReaskedPair,
+)
 from models.tables import DisagreementResolution
 
 __all__ = [
@@ -249,6 +259,22 @@ def _disagreement_lines(session: Session, pid: int, names: _Names) -> Iterator[s
                     resolutions=resolved.get(row[0]))
 
 
+def _team_action_lines(session: Session, pid: int) -> Iterator[str]:
+    """The excluded annotators and the re-asked pairs, oldest first."""
+    for annotator, role, at in session.execute(
+            select(AnnotatorExclusion.annotator, AnnotatorExclusion.role,
+                   AnnotatorExclusion.excluded_at)
+            .where(AnnotatorExclusion.project_id == pid).order_by(AnnotatorExclusion.id)):
+        yield _line("exclusion", annotator=annotator, role=role, excluded_at=at.isoformat())
+    a, b = aliased(Concept), aliased(Concept)
+    for a_name, b_name, annotator, at in session.execute(
+            select(a.name, b.name, ReaskedPair.annotator, ReaskedPair.asked_at)
+            .join(a, a.id == ReaskedPair.a_id).join(b, b.id == ReaskedPair.b_id)
+            .where(ReaskedPair.project_id == pid, a.deleted_at.is_(None),
+                   b.deleted_at.is_(None)).order_by(ReaskedPair.id)):
+        yield _line("reask", a=a_name, b=b_name, annotator=annotator, asked_at=at.isoformat())
+
+
 def _label_history(session: Session, pid: int, labels: Sequence[Any]) -> Iterator[str]:
     """The ``label`` and ``retract`` records of ``labels`` (id, a, b, positive, annotator,
     version, retracted version, a id, b id), in the order they were made; a live label with
@@ -281,9 +307,10 @@ def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
     numbered from 1, so that the file does not depend on the project's version), and an
     import applies the labels of one write together, as that write did. Then every
     answer (the evidence), which an import restores as it was; then every disagreement
-    (its close and why, its resolutions); last, each deleted concept (``deleted``: a
-    tombstone, registered by its ``concept`` record so that the history on it reads back,
-    deleted again once everything is written; :class:`_Names`).
+    (its close and why, its resolutions); then the excluded annotators and the re-asked
+    pairs; last, each deleted concept (``deleted``: a tombstone, registered by its
+    ``concept`` record so that the history on it reads back, deleted again once everything
+    is written; :class:`_Names`).
     """
     pid = project["id"]
     computed = bool(project.get("features_computed"))
@@ -324,6 +351,7 @@ def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
     yield from _label_history(session, pid, labels)
     yield from _answer_lines(session, pid, [(row[0], row[1], row[2]) for row in labels], names)
     yield from _disagreement_lines(session, pid, names)
+    yield from _team_action_lines(session, pid)
     for name, deleted_at in names.tombstones:  # last: what named them is written
         yield _line("deleted", name=name, deleted_at=deleted_at.isoformat())
 

@@ -1,12 +1,15 @@
-"""The team's read model: a project's live answers as the consensus reads them, and what was
-last computed from them.
+"""The team's read model: a project's live answers as the consensus reads them, the
+annotators whose answers do not count, and what was last computed from them.
 
 Every module that reads a team's answers (``next``'s team question, the agreement view, the
-disagreements) reads them here, never from a module that writes them. What is computed from
-the answers is cached on the project's state (:class:`app.services.state.TeamCache`): the
-last full-path consensus (:func:`last_fit`), set only once its event committed, and the
-agreement view (:func:`cached_agreement`, :func:`keep_agreement`); both are forgotten with the
-state (an invalidation after a failed write, an eviction, a deleted project).
+disagreements, every consensus a change plans) reads them here, never from a module that
+writes them; and the project's excluded annotators (:func:`excluded_annotators`, stored by
+``POST .../annotators/{name}/exclude``) with them: :func:`counting` leaves their answers
+out. What is computed from the answers is cached on the project's state
+(:class:`app.services.state.TeamCache`): the last full-path consensus (:func:`last_fit`),
+set only once its event committed, and the agreement view (:func:`cached_agreement`,
+:func:`keep_agreement`); both are forgotten with the state (an invalidation after a failed
+write, an eviction, a deleted project).
 """
 
 from __future__ import annotations
@@ -19,18 +22,21 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.services.state import ProjectState
-from models import Answer, Project
+from models import AnnotatorExclusion, Answer, Project, ReaskedPair
 from reasoning.consensus import Consensus, Vote, consensus
 
 __all__ = [
     "LiveAnswer",
     "answers_fingerprint",
     "cached_agreement",
+    "counting",
+    "excluded_annotators",
     "keep_agreement",
     "last_fit",
     "live_answers",
     "live_of",
     "pair_answers",
+    "reasked_pairs",
     "votes",
 ]
 
@@ -72,6 +78,35 @@ def pair_answers(session: Session, project_id: int, a_id: int, b_id: int) -> lis
         Answer.project_id == project_id, Answer.a_id == a_id, Answer.b_id == b_id,
         Answer.retracted_at.is_(None)).order_by(Answer.id))
     return [_live(row) for row in rows]
+
+
+def excluded_annotators(session: Session, project_id: int) -> frozenset[str]:
+    """The annotators of the project whose answers do not count (stored exclusions)."""
+    return frozenset(session.scalars(select(AnnotatorExclusion.annotator).where(
+        AnnotatorExclusion.project_id == project_id)))
+
+
+def counting(rows: Sequence[LiveAnswer], excluded: frozenset[str]) -> list[LiveAnswer]:
+    """The answers of ``rows`` that count: those of annotators not ``excluded`` (a
+    reviewer's answer always counts)."""
+    if not excluded:
+        return list(rows)
+    return [r for r in rows if r.reviewer or r.annotator not in excluded]
+
+
+def reasked_pairs(session: Session, project_id: int,
+                  rows: Sequence[LiveAnswer]) -> list[tuple[int, int]]:
+    """The re-asked pairs (``POST .../annotators/{name}/reask``) still waiting for a second
+    opinion, oldest first: no answer of ``rows`` (the answers that count) on the pair comes
+    from anyone but the annotator whose pair it was."""
+    others: dict[tuple[int, int], set[str | None]] = {}
+    for r in rows:
+        others.setdefault((r.a_id, r.b_id), set()).add("\0reviewer" if r.reviewer
+                                                       else r.annotator)
+    asked = session.execute(select(ReaskedPair.a_id, ReaskedPair.b_id, ReaskedPair.annotator)
+                            .where(ReaskedPair.project_id == project_id)
+                            .order_by(ReaskedPair.id))
+    return [(a, b) for a, b, who in asked if not others.get((a, b), set()) - {who}]
 
 
 def live_of(answer: Answer) -> LiveAnswer:

@@ -12,7 +12,8 @@ and the annotator asking, :meth:`AskPolicy.choose` returns the pair to ask and w
 2. ``second-opinion``: the decided pair with the greatest value of information
    ``P(wrong) × stake`` (P from the answers' accuracies and the model's probability,
    :func:`~reasoning.consensus.core.p_wrong` generalised to several answers; ``stake`` the pool
-   pairs its answer decided) when it reaches :attr:`AskPolicy.threshold`. After an annotator
+   pairs its answer decided) when it reaches :attr:`AskPolicy.threshold`; before it, a pair a
+   lead re-asked (:attr:`TeamView.reask`) that this annotator has not answered. After an annotator
    failed a check question, their negative answers on pairs that a path could still make
    positive count as answered at the check failure rate's accuracy: they get second opinions
    first, and never from another annotator who failed a check;
@@ -31,7 +32,7 @@ earlier answers (a :class:`Choice` carries none).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Hashable, Mapping
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -96,6 +97,8 @@ class TeamView:
         service's ``decided`` of that answer; the simulation counts them). Without it,
         :func:`stakes` of the closure (an upper bound that counts pairs other labels decide
         too; in simulation it asked more second opinions for fewer errors caught).
+    reask : sequence, optional
+        Pairs a lead re-asked, oldest first: second opinions before any other.
     """
 
     result: Consensus
@@ -103,6 +106,7 @@ class TeamView:
     pool: Collection[Pair]
     proba: Mapping[Pair, float] = field(default_factory=dict)
     stake: Mapping[Pair, int] | None = None
+    reask: Sequence[Pair] = ()
 
     def stakes(self) -> Mapping[Pair, int]:
         """The pool pairs at stake per asserted label (``stake``, or computed)."""
@@ -248,8 +252,12 @@ class AskPolicy:
         return out
 
     def second_opinion(self, view: TeamView, annotator: str | None) -> Choice | None:
-        """The decided pair of greatest value of information, if it reaches the threshold."""
+        """A re-asked pair ``annotator`` has not answered, else the decided pair of greatest
+        value of information, if it reaches the threshold."""
         result = view.result
+        for pair in view.reask:
+            if pair not in result.contested and not view.answered(pair, annotator):
+                return Choice(pair[0], pair[1], "second-opinion")
         suspects = self.suspects(view)
         down, _, _, _ = view.closure.reach()
         index = {c: k for k, c in enumerate(view.closure.concepts)}

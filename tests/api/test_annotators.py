@@ -29,9 +29,12 @@ def test_counts_accepted_retracted_and_refused_answers_per_annotator(client: Tes
     assert client.delete(f"/projects/{pid}/labels/{first}").status_code == 200
 
     assert _counts(client, pid) == {
-        "ana": {"answered": 2, "accepted": 1, "retracted": 1, "refused": 0, "contested": 0},
-        "bo": {"answered": 3, "accepted": 1, "retracted": 0, "refused": 2, "contested": 0},
-        None: {"answered": 1, "accepted": 1, "retracted": 0, "refused": 0, "contested": 0},
+        "ana": {"answered": 2, "accepted": 1, "retracted": 1, "refused": 0, "contested": 0,
+                "excluded": 0},
+        "bo": {"answered": 3, "accepted": 1, "retracted": 0, "refused": 2, "contested": 0,
+               "excluded": 0},
+        None: {"answered": 1, "accepted": 1, "retracted": 0, "refused": 0, "contested": 0,
+               "excluded": 0},
     }
     assert list(_counts(client, new_project(client, CHAIN))) == []
 

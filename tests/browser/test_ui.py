@@ -124,7 +124,7 @@ def test_a_refused_answer_offers_to_retract_only_ones_own_answer_and_names_who_c
     shown = page.locator("#annotators tr", has_text="ana").locator("td").all_inner_texts()
     ana = counts["ana"]
     assert shown == [str(ana[k]) for k in
-                     ("answered", "accepted", "retracted", "refused", "contested")]
+                     ("answered", "accepted", "retracted", "refused", "contested", "excluded")]
     page.screenshot(path=screenshots / "progress.png", full_page=True)
 
 

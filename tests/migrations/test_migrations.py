@@ -21,7 +21,8 @@ TABLES = {"projects", "concepts", "pool_pairs", "asserted_labels", "closure_effe
           "suggestions", "reservations", "idempotency_records", "answers",
           "concept_texts", "concept_links", "import_stages", "staged_labels", "staged_effects",
           "staged_concepts", "jobs", "disagreements", "check_questions",
-          "disagreement_resolutions", "annotator_keys"}
+          "disagreement_resolutions", "annotator_keys", "annotator_exclusions",
+          "reasked_pairs"}
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ from app.schemas import Source as AnswerSource
 __all__ = [
     "AnswerRecord",
     "DisagreementRecord",
+    "ExclusionRecord",
     "ImportSummary",
     "Item",
     "Kind",
@@ -41,6 +42,7 @@ __all__ = [
     "PairRef",
     "Parsed",
     "ProjectSettings",
+    "ReaskRecord",
     "Record",
     "Source",
     "TextRecord",
@@ -145,6 +147,25 @@ class DeletedRecord(_Record):
     deleted_at: Timestamp
 
 
+class ExclusionRecord(_Record):
+    """The ``exclusion`` record: an annotator whose answers do not count (``consensus``;
+    ``POST .../annotators/{name}/exclude``), as kept."""
+
+    annotator: Name
+    role: Literal["admin", "project", "reviewer"] = "project"
+    excluded_at: Timestamp
+
+
+class ReaskRecord(_Record):
+    """The ``reask`` record: a pair only ``annotator`` had answered, re-asked of the others
+    (``POST .../annotators/{name}/reask``), as kept."""
+
+    a: Name
+    b: Name
+    annotator: Name
+    asked_at: Timestamp
+
+
 class TextRecord(_Record):
     """The ``text`` record: a concept's text (``""`` removes it)."""
 
@@ -153,13 +174,14 @@ class TextRecord(_Record):
 
 
 Kind = Literal["project", "concept", "pair", "label", "retract", "text", "link", "answer",
-               "disagreement", "deleted"]
+               "disagreement", "deleted", "exclusion", "reask"]
 Item = (ProjectSettings | ConceptIn | PairIn | LabelIn | PairRef | TextRecord | LinkIn
-        | AnswerRecord | DisagreementRecord | DeletedRecord)
+        | AnswerRecord | DisagreementRecord | DeletedRecord | ExclusionRecord | ReaskRecord)
 _MODELS: dict[str, type[BaseModel]] = {
     "project": ProjectSettings, "concept": ConceptIn, "pair": PairIn, "label": LabelRecord,
     "retract": PairRef, "text": TextRecord, "link": LinkIn, "answer": AnswerRecord,
     "disagreement": DisagreementRecord, "deleted": DeletedRecord,
+    "exclusion": ExclusionRecord, "reask": ReaskRecord,
 }
 
 

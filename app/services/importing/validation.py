@@ -24,6 +24,7 @@ from app.services.importing.records import (
     Kind,
     PairRef,
     ProjectSettings,
+    ReaskRecord,
     Record,
     Source,
     TextRecord,
@@ -289,7 +290,7 @@ def _check_link(checker: Validator, record: Record) -> str | None:
 
 def _pair_named(checker: Validator,
                 item: PairIn | LabelIn | PairRef | AnswerRecord | DisagreementRecord
-                ) -> str | None:
+                | ReaskRecord) -> str | None:
     """What is wrong with the pair a record names (unknown names, a self pair), if anything."""
     problem = pair_problem(checker, item.a, item.b, "pair")
     return None if problem is None else problem.reason
@@ -349,11 +350,18 @@ def _check_deleted(checker: Validator, record: Record) -> str | None:
     return checker.known(item.name)
 
 
+def _check_reask(checker: Validator, record: Record) -> str | None:
+    item = record.item
+    assert isinstance(item, ReaskRecord)
+    return _pair_named(checker, item)
+
+
 _CHECKS: dict[Kind, Callable[[Validator, Record], str | None]] = {
     "project": _check_project, "concept": _check_concept, "pair": _check_pair,
     "label": _check_label, "retract": _check_retract, "text": _check_text,
     "link": _check_link, "answer": _check_answer, "disagreement": _check_disagreement,
     "deleted": _check_deleted,
+    "exclusion": lambda checker, record: None, "reask": _check_reask,
 }
 """The check of each kind of record (a label's closure is checked with its run)."""
 

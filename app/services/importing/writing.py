@@ -12,7 +12,8 @@ project), so that a project export's labels come back as they were, whatever its
 file with ``answer`` records (a project export) brings its answers back as they were: they
 replace the answers its labels would have given (one per label, source ``import``), each
 linked to the label it stood behind; its ``disagreement`` records come back after them, as they
-were (times, close reasons, resolutions), before the policy's consensus runs.
+were (times, close reasons, resolutions), and so do its ``exclusion`` and ``reask`` records
+(excluded annotators, re-asked pairs), before the policy's consensus runs.
 """
 
 from __future__ import annotations
@@ -35,10 +36,12 @@ from app.services.importing.records import (
     AnswerRecord,
     DeletedRecord,
     DisagreementRecord,
+    ExclusionRecord,
     ImportSummary,
     Kind,
     LabelRecord,
     ProjectSettings,
+    ReaskRecord,
     Record,
     Source,
 )
@@ -47,8 +50,9 @@ from app.services.labels import Refused, post_bulk, retract_label
 from app.services.labels.policy import POLICIES, LabelPolicy
 from app.services.pairs import add_pairs
 from app.services.staging import LabelStage, StagedLine, StagePolicy
+from app.services.team import excluded_annotators
 from app.services.unit import ProjectWork
-from models import Answer, AssertedLabel, Disagreement, Project
+from models import AnnotatorExclusion, Answer, AssertedLabel, Disagreement, Project, ReaskedPair
 from models.tables import DisagreementResolution
 
 __all__ = ["BATCH", "Progress", "import_source"]
@@ -73,6 +77,8 @@ class _Later:
     answers: list[AnswerRecord] = default(default_factory=list)
     disagreements: list[DisagreementRecord] = default(default_factory=list)
     deleted: list[DeletedRecord] = default(default_factory=list)
+    exclusions: list[ExclusionRecord] = default(default_factory=list)
+    reasks: list[ReaskRecord] = default(default_factory=list)
 
     @classmethod
     def at(cls, work: ProjectWork, caller: Caller) -> _Later:
@@ -132,6 +138,25 @@ def _store_disagreements(work: ProjectWork, later: _Later) -> None:
     session.flush()
 
 
+def _store_team_actions(work: ProjectWork, later: _Later) -> None:
+    """The file's excluded annotators and re-asked pairs, those not kept already."""
+    session, state = work.session, work.state
+    pid = state.project_id
+    excluded = excluded_annotators(session, pid)
+    session.add_all([AnnotatorExclusion(project_id=pid, annotator=item.annotator,
+                                        role=item.role, excluded_at=item.excluded_at)
+                     for item in later.exclusions if item.annotator not in excluded])
+    asked = {(a, b) for a, b in session.execute(
+        select(ReaskedPair.a_id, ReaskedPair.b_id).where(ReaskedPair.project_id == pid))}
+    for item in later.reasks:
+        pair = (state.id_of[item.a], state.id_of[item.b])
+        if pair not in asked:
+            asked.add(pair)
+            session.add(ReaskedPair(project_id=pid, a_id=pair[0], b_id=pair[1],
+                                    annotator=item.annotator, asked_at=item.asked_at))
+    session.flush()
+
+
 # ------------------------------------------------- the file's policy (read in these two only)
 def _stored_as_set(name: str, value: Any) -> bool:
     """Whether a setting of the ``project`` record is stored as it is: a policy that draws
@@ -145,13 +170,14 @@ def _adopted(work: ProjectWork, later: _Later) -> LabelPolicy | None:
     policy makes them: the file switches to a policy that draws labels from the answers, or
     brings answers to a project under one; else None."""
     final = POLICIES[later.settings.get("policy", work.project.policy)]
-    moved = "policy" in later.settings or bool(later.answers)
+    moved = "policy" in later.settings or bool(later.answers or later.exclusions)
     return final if moved and not final.refuses else None
 
 
 def _finish(work: ProjectWork, later: _Later, summary: ImportSummary) -> None:
     """Write what waited for every other record (:class:`_Later`)."""
-    if not (later.answers or later.settings or later.disagreements or later.deleted):
+    if not (later.answers or later.settings or later.disagreements or later.deleted
+            or later.exclusions or later.reasks):
         return
 
     def store(work: ProjectWork, project: Project, plan: None) -> None:
@@ -163,6 +189,7 @@ def _finish(work: ProjectWork, later: _Later, summary: ImportSummary) -> None:
         if later.disagreements:
             _store_disagreements(work, later)
             summary.disagreements_created += len(later.disagreements)
+        _store_team_actions(work, later)
         for name, value in later.settings.items():
             if _stored_as_set(name, value):
                 setattr(project, name, value)
@@ -222,6 +249,16 @@ def _keep_deleted(work: ProjectWork, items: list[Any], summary: ImportSummary,
     later.deleted += items
 
 
+def _keep_exclusions(work: ProjectWork, items: list[Any], summary: ImportSummary,
+                     later: _Later) -> None:
+    later.exclusions += items
+
+
+def _keep_reasks(work: ProjectWork, items: list[Any], summary: ImportSummary,
+                 later: _Later) -> None:
+    later.reasks += items
+
+
 def _write_concepts(work: ProjectWork, items: list[Any], summary: ImportSummary,
                     later: _Later) -> None:
     created, stored = add_concepts(work, items)
@@ -271,9 +308,10 @@ _WRITERS: dict[Kind, Callable[[ProjectWork, list[Any], ImportSummary, _Later], N
     "label": _write_labels, "retract": _write_retractions, "text": _write_texts,
     "link": _write_links, "answer": _keep_answers, "disagreement": _keep_disagreements,
     "deleted": _keep_deleted,
+    "exclusion": _keep_exclusions, "reask": _keep_reasks,
 }
-"""How a batch of each kind is written (``project``, ``answer``, ``disagreement`` and
-``deleted`` partly at the end)."""
+"""How a batch of each kind is written (``project``, ``answer``, ``disagreement``,
+``deleted``, ``exclusion`` and ``reask`` partly at the end)."""
 
 
 def _batch(item: Any) -> int | None:

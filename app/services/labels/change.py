@@ -31,7 +31,14 @@ from app.schemas import DisagreementPairRef, DisagreementRef
 from app.services.annotators import stamp_retracted
 from app.services.labels.store import insert_labels, prepare_rewrite, release, rewrite
 from app.services.state import LiveLabel, ProjectState
-from app.services.team import LiveAnswer, live_answers, live_of, votes
+from app.services.team import (
+    LiveAnswer,
+    counting,
+    excluded_annotators,
+    live_answers,
+    live_of,
+    votes,
+)
 from app.services.unit import ProjectWork
 from models import Answer, AssertedLabel, CheckQuestion, Disagreement, Project, utcnow
 from models.tables import DisagreementResolution
@@ -45,6 +52,7 @@ __all__ = [
     "TeamChange",
     "answer_check",
     "latest_resolution",
+    "mark_excluded",
     "plan_change",
     "run_change",
     "store_change",
@@ -76,16 +84,18 @@ class TeamChange:
 
     ``add``: the answers it adds; ``retract``: the answer ids it retracts; ``policy``: the
     policy the project switches to; ``resolves``: the disagreement that ``add``'s reviewer
-    answer resolves; ``exclude``: annotators whose answers do not count; ``pair``: the pair
-    whose disagreement the response reports; ``closes``: why the disagreements its refit
-    closes closed, for a correction of the concepts (``merge``, ``deletion``).
+    answer resolves; ``exclude``: the annotators whose answers do not count (None: the
+    project's stored exclusions, :func:`app.services.team.excluded_annotators`; an exclude
+    or include names the set after it); ``pair``: the pair whose disagreement the response
+    reports; ``closes``: why the disagreements its refit closes closed, for a correction of
+    the concepts (``merge``, ``deletion``).
     """
 
     add: tuple[NewAnswer, ...] = ()
     retract: frozenset[int] = frozenset()
     policy: str | None = None
     resolves: int | None = None
-    exclude: frozenset[str] = frozenset()
+    exclude: frozenset[str] | None = None
     pair: tuple[int, int] | None = None
     closes: str | None = None
 
@@ -96,6 +106,8 @@ class TeamChange:
             return self.closes
         if self.resolves is not None:
             return "reviewer"
+        if self.exclude is not None and not self.add and not self.retract:
+            return "exclusion"  # an annotator excluded or included again
         if self.retract and not self.add:
             return "retraction"
         return "answers"
@@ -121,13 +133,22 @@ class Recomputed:
     updates: list[Update] = field(default_factory=list)
     values: Any = None
     extra: tuple[Vote, ...] = ()
+    excluded: frozenset[str] = frozenset()  # the annotators whose answers do not count
+    left_out: tuple[LiveAnswer, ...] = ()  # their live answers (outcome ``excluded``)
 
 
 def plan_change(work: ProjectWork, change: TeamChange) -> Recomputed:
-    """The consensus after ``change`` and the label changes it makes (no lock held)."""
-    rows = [r for r in live_answers(work.session, work.state.project_id)
-            if r.id not in change.retract and r.annotator not in change.exclude]
-    return _plan(work.state, rows, change.votes())
+    """The consensus after ``change`` and the label changes it makes (no lock held): of
+    the live answers that count, the excluded annotators' left out."""
+    session, pid = work.session, work.state.project_id
+    excluded = excluded_annotators(session, pid) if change.exclude is None else change.exclude
+    live = [r for r in live_answers(session, pid) if r.id not in change.retract]
+    rows = counting(live, excluded)
+    kept = {r.id for r in rows}
+    extra = [v for v in change.votes() if v.reviewer or v.annotator not in excluded]
+    plan = _plan(work.state, rows, extra)
+    return replace(plan, excluded=excluded,
+                   left_out=tuple(r for r in live if r.id not in kept))
 
 
 def _plan(state: ProjectState, rows: list[LiveAnswer], extra: Sequence[Vote]) -> Recomputed:
@@ -202,7 +223,10 @@ def store_change(work: ProjectWork, project: Project, change: TeamChange,
         _undone(session, project.id, change.retract)
     project.version += 1  # every stored change: a planner that read the answers before replans
     ids = _apply(work, project, plan)
-    sync_outcomes(session, plan.result, plan.rows + added, state)
+    counted = counting(added, plan.excluded)
+    sync_outcomes(session, plan.result, plan.rows + counted, state)
+    ids_counted = {r.id for r in counted}
+    mark_excluded(session, [*plan.left_out, *(r for r in added if r.id not in ids_counted)])
     states = sync_disagreements(session, project.id, plan.result, change.reason(), now)
     work.stage_team(replace(state.team, fit=plan.result))
     ref = states.get(change.pair) if change.pair is not None else None
@@ -347,6 +371,16 @@ def sync_outcomes(session: Session, result: Consensus, rows: Sequence[LiveAnswer
         table = cast(Table, Answer.__table__)
         session.execute(table.update().where(table.c.id == bindparam("k_id")).values(
             outcome=bindparam("v_outcome"), label_id=bindparam("v_label")), changes)
+
+
+def mark_excluded(session: Session, rows: Sequence[LiveAnswer]) -> None:
+    """Mark the answers ``rows`` of excluded annotators ``excluded``: kept, not counted,
+    standing behind no label (an include brings them back to the consensus)."""
+    ids = [r.id for r in rows if (r.outcome, r.label_id) != ("excluded", None)]
+    if ids:
+        session.execute(update(Answer).where(Answer.id.in_(ids))
+                        .values(outcome="excluded", label_id=None)
+                        .execution_options(synchronize_session=False))
 
 
 def sync_disagreements(session: Session, project_id: int, result: Consensus,

@@ -4,7 +4,8 @@ A decided pair's **confidence**:
 
 * an asserted pair: its label's. In ``consensus`` the posterior probability of the label's
   value given the live answers on its pair (:attr:`reasoning.consensus.Consensus.posterior`,
-  the consensus of every live answer, reviewers' resolutions final). In ``strict``, 1.0 when
+  the consensus of every live answer that counts, reviewers' resolutions final, excluded
+  annotators' answers left out). In ``strict``, 1.0 when
   every live answer on the pair gives the label's value (``strict`` trusts its answers and
   estimates no one), else that same posterior (answers it refused, or answers from a time in
   ``consensus``, count against it). A label with no live answer (imported before answers were
@@ -29,7 +30,14 @@ from dataclasses import dataclass
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
-from app.services.team import LiveAnswer, answers_fingerprint, live_answers, votes
+from app.services.team import (
+    LiveAnswer,
+    answers_fingerprint,
+    counting,
+    excluded_annotators,
+    live_answers,
+    votes,
+)
 from models import Answer, AssertedLabel, Concept, Disagreement, Project
 from reasoning.closure import Closure, Label
 from reasoning.consensus import consensus
@@ -118,8 +126,9 @@ def _derived(session: Session, project_id: int) -> Derived:
     else:
         closure = Closure.from_labels([Label(a, b, v) for (a, b), v in labels.items()],
                                       concepts)
-        derived = derived_confidence(closure, label_confidences(
-            labels, live_answers(session, project_id), policy, concepts))
+        rows = counting(live_answers(session, project_id),
+                        excluded_annotators(session, project_id))
+        derived = derived_confidence(closure, label_confidences(labels, rows, policy, concepts))
     with _cache_lock:
         if len(_cache) >= _CACHED and key not in _cache:
             _cache.pop(next(iter(_cache)))

@@ -63,7 +63,7 @@ from app.services.labels.shared import (
 )
 from app.services.labels.store import release
 from app.services.state import LiveLabel
-from app.services.team import LiveAnswer, pair_answers
+from app.services.team import LiveAnswer, excluded_annotators, pair_answers
 from app.services.unit import ProjectWork
 from models import CheckQuestion, Disagreement, Project, utcnow
 from reasoning.closure import ContradictionError
@@ -128,11 +128,13 @@ def _plan_answer(work: ProjectWork, body: LabelIn) -> _Plan:
         return _Repeat(mine[-1])
     check = served_check(session, state.project_id, body.annotator, a_id, b_id)
     live = state.labels.get((a_id, b_id))
-    if rows and live is not None and live.positive == positive and all(
+    if body.annotator in excluded_annotators(session, state.project_id):
+        pass  # kept, not counted: the full path stores it as ``excluded``
+    elif rows and live is not None and live.positive == positive and all(
             r.positive == positive for r in rows) and not _disputed(session, state.project_id,
                                                                     b_id, a_id):
         return _Agrees(live, check)  # nothing to dispute: no label can change
-    if not rows:
+    elif not rows:
         was_decided = state.closure.status(a_id, b_id).value is not None
         within_budget(work, state.closure, a_id, b_id, positive, "this label")
         try:

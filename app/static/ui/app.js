@@ -420,13 +420,13 @@ async function refreshPeople() {
     people = await api("GET", "/annotators", undefined, session.key);
   } catch (error) {
     if (error.status !== 403) throw error;
-    $("annotators").replaceChildren(el("tr", {}, el("td", { colspan: "6", class: "muted", id: "annotators-refused" },
+    $("annotators").replaceChildren(el("tr", {}, el("td", { colspan: "7", class: "muted", id: "annotators-refused" },
       "The answers of each person are the lead's view: they need the project key, the reviewer key or the admin key.")));
     return;
   }
   $("annotators").replaceChildren(...people.items.map((p) => el("tr", {},
     el("th", { scope: "row" }, p.annotator ?? "(none)"),
-    ...[p.answered, p.accepted, p.retracted, p.refused, p.contested].map((v) => el("td", {}, String(v))))));
+    ...[p.answered, p.accepted, p.retracted, p.refused, p.contested, p.excluded ?? 0].map((v) => el("td", {}, String(v))))));
 }
 
 // ------------------------------------------------------------------------------ keys

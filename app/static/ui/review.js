@@ -1,6 +1,8 @@
 // sporal's page for teams (the lead's screens; the lead's views read with the project key when
 // one was given): the Review view (open disagreements, both sides' answers, the proof,
-// resolve buttons; the closed ones with why and when; every resolution, undo and reopen), the agreement tables of Progress, the project's own question wording, and
+// resolve buttons; the closed ones with why and when; every resolution, undo and reopen), the
+// agreement tables of Progress with each annotator's actions (exclude, include, re-ask), the
+// project's own question wording, and
 // the definition shown again when an answer failed a check question. Loaded after app.js, whose
 // session, `api`, `el` and `$` it uses; it follows the events app.js announces (`sporal:open`,
 // `sporal:view`, `sporal:answered`).
@@ -64,7 +66,7 @@
   const REASONS = {  // closed_reason in plain words
     answers: "settled by later answers", reviewer: "resolved by the reviewer",
     retraction: "an answer was retracted", policy: "the project switched to strict",
-    merge: "concepts merged",
+    merge: "concepts merged", exclusion: "an annotator was excluded or included again",
   };
   const VALUES = { positive: "yes", negative: "no" };
   const LEADS_ONLY = "Review is the lead's view: open the page with the project key, the " +
@@ -291,8 +293,8 @@
   }
 
   function agreementRow(row) {
-    return el("tr", { "data-annotator": row.annotator ?? "" },
-      el("th", { scope: "row" }, row.annotator ?? "(none)"),
+    return el("tr", { "data-annotator": row.annotator ?? "", class: row.excluded ? "excluded" : "" },
+      el("th", { scope: "row" }, `${row.annotator ?? "(none)"}${row.excluded ? " (excluded)" : ""}`),
       el("td", {}, String(row.answers)), el("td", {}, share(row.agreement)),
       el("td", { class: "false-no" }, String(row.false_no)),
       el("td", { class: "false-yes" }, String(row.false_yes)),
@@ -360,6 +362,7 @@
       `Krippendorff's α ${fixed(view.alpha)}`;
     $("agreement-rows").replaceChildren(...view.annotators.map(agreementRow));
     reviewersLine(view.reviewers || []);
+    fillActions(view);
     $("kappa-rows").replaceChildren(...(view.pairs.length ? view.pairs.map((p) => el("tr", {},
       el("th", { scope: "row" }, `${p.a ?? "(none)"} / ${p.b ?? "(none)"}`),
       el("td", {}, String(p.shared)), el("td", {}, fixed(p.kappa))))
@@ -367,6 +370,41 @@
     if (minorityOf && !$("minority").hidden) {  // the listed answers follow the new consensus
       minorityOf = view.annotators.find((r) => r.annotator === minorityOf.annotator) || null;
       if (minorityOf) showMinority(); else $("minority").hidden = true;
+    }
+  }
+
+  // ---------------------------------------------------------------------------- actions
+  // Per annotator row of the agreement table: Exclude (Include, once excluded) and Re-ask.
+  // The view was read with the key the actions need (the project, reviewer or admin key: an
+  // annotator key reads no agreement), so the buttons show wherever it loaded, in consensus.
+  async function act(name, method, action) {
+    const status = $("agreement-status");
+    let done;
+    try {
+      done = await api(method, `/annotators/${encodeURIComponent(name)}/${action}`, undefined,
+        session.key);
+    } catch (error) {
+      status.textContent = `Could not ${action === "reask" ? "re-ask" : method === "DELETE"
+        ? "include" : "exclude"} ${name}: ${error.message}`;
+      return;
+    }
+    status.textContent = done.summary;
+    shownAgreement = "";
+    await Promise.all([refreshAgreement(), refreshPeople().catch(() => {})]);  // app.js's counts
+  }
+
+  function fillActions(view) {
+    const byName = new Map(view.annotators.map((row) => [row.annotator, row]));
+    for (const tr of $("agreement-rows").querySelectorAll("tr[data-annotator]")) {
+      const name = tr.getAttribute("data-annotator");
+      const row = byName.get(name), cell = tr.querySelector("td.actions");
+      if (!cell || !row || !name || view.policy !== "consensus") continue;
+      cell.replaceChildren(
+        row.excluded
+          ? el("button", { type: "button", class: "include", onclick: () => act(name, "DELETE", "exclude") }, "Include")
+          : el("button", { type: "button", class: "exclude", onclick: () => act(name, "POST", "exclude") }, "Exclude"),
+        " ",
+        el("button", { type: "button", class: "reask", onclick: () => act(name, "POST", "reask") }, "Re-ask"));
     }
   }
 
