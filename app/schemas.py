@@ -779,6 +779,8 @@ class AnnotatorAgreementItem(BaseModel):
     note: str | None = Field(description="In words, why `accuracy` should not be read as is "
                                          "(rests on the prior, not identifiable); null when "
                                          "nothing needs saying.")
+    excluded: bool = Field(default=False, description="Their answers do not count (`POST "
+                           ".../annotators/{name}/exclude`): the consensus is the others'.")
 
 
 class ReviewerItem(BaseModel):
@@ -787,8 +789,6 @@ class ReviewerItem(BaseModel):
     resolutions: int = Field(description="Their live resolutions.")
     final: int = Field(description="The pairs where a resolution of theirs is the one that "
                                    "stands.")
-    excluded: bool = Field(default=False, description="Their answers do not count (`POST "
-                           ".../annotators/{name}/exclude`): the consensus is the others'.")
 
 
 class KappaItem(BaseModel):
