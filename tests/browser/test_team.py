@@ -253,7 +253,7 @@ def test_progress_shows_false_no_and_yes_the_minority_answers_and_the_trend(
     row = page.locator("#agreement-rows tr[data-annotator=dee]")
     _expect(row.locator("td.false-no")).to_have_text("2")
     _expect(row.locator("td.false-yes")).to_have_text("0")
-    _expect(row.locator("td.actions")).to_have_text("")  # left for per-row actions
+    _expect(row.locator("td.actions button.exclude")).to_have_count(1)  # the lead's actions
     note = row.locator("details.note")  # six shared pairs: the note says so, folded
     _expect(note.locator("summary")).to_have_text("mostly the prior")
     note.locator("summary").click()
