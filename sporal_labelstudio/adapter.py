@@ -44,6 +44,7 @@ import logging
 import secrets
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -78,7 +79,7 @@ CONTESTED = ("Your answer on {a!r} → {b!r} ({label}) differs from what other a
              "(directly or through other pairs): sporal counts it and asks others too.")
 NAMES = ("email", "username")  # how a Label Studio user is named in sporal
 DESCRIBE_EVERY = 60.0  # seconds between health lines when nothing else changed
-DESCRIBE_AFTER = 5.0  # seconds at least between two descriptions (a PATCH of the project)
+DESCRIBE_AFTER = 15.0  # seconds at least between two descriptions (a slow PATCH of a project)
 
 # The alias makes Label Studio write sporal's own label words into value.choices. The note is
 # a Text (read-only); the question and the descriptions come from the task's data.
@@ -195,6 +196,8 @@ class Adapter:
         self._users: dict[int, str] = {}
         self._described: dict[int, tuple[str, float]] = {}
         self._undecided: int | None = None
+        self._asked: dict[int, float] = {}  # person -> when their window was last asked
+        self.recent: deque[Refreshed] = deque(maxlen=1000)  # the last windows asked
         self.config_kept: str | None = None  # why setup kept an older labeling config
 
     # ------------------------------------------------------------------ setup
@@ -602,27 +605,35 @@ class Adapter:
 
     def serve_next(self, users: set[int]) -> Refreshed:
         """After an event: refill the windows of the people who answered (before the
-        webhook is answered, so that Label Studio serves them sporal's next question), and
-        take the tasks sporal decided out of everyone else's."""
+        webhook is answered, so that Label Studio serves them sporal's next question; this
+        renews their lease). New tasks go after the open ones, in sporal's order, so that no
+        open task is scored again (two more calls): the window worker's :meth:`prune` then
+        takes the tasks sporal decided out of everyone else's window."""
         with self.lock:
             done = NOTHING
             for person in self.people():
                 if person.user_id in users:
-                    done += self._refresh_person(person)
-                else:
-                    done += self._prune_person(person)
+                    done += self._refresh_person(person, rerank=False)
+                    self._asked[person.user_id] = time.monotonic()
             return done
 
-    def refresh(self) -> Refreshed:
+    def refresh(self, idle: float | None = None) -> Refreshed:
         """Ask sporal again for every person's window (renewing their leases), retire what
-        it no longer lists, refill, keep Label Studio's order sporal's, and describe."""
+        it no longer lists, refill, keep Label Studio's order sporal's, and describe.
+
+        With ``idle``, only the windows of people who have not answered for ``idle`` seconds
+        (the others' leases were renewed by their answers): the task someone is answering
+        leaves only when sporal decided it, or after they left it that long.
+        """
         started = time.monotonic()
         with self.lock:
             done = NOTHING
             for person in self.people():
-                done += self._refresh_person(person)
+                if idle is None or started - self._asked.get(person.user_id, 0.0) >= idle:
+                    done += self._refresh_person(person)
+                    self._asked[person.user_id] = time.monotonic()
             self._retire_legacy()
-            self.describe()
+        self.describe()
         done = replace(done, seconds=time.monotonic() - started)
         self._log("refresh", done)
         return done
@@ -635,7 +646,7 @@ class Adapter:
             done = NOTHING
             for person in self.people():
                 done += self._prune_person(person)
-            self.describe()
+        self.describe()  # (a slow call of Label Studio: answers need not wait for it)
         return replace(done, seconds=time.monotonic() - started)
 
     @staticmethod
@@ -645,14 +656,17 @@ class Adapter:
                         done.retired, done.created, done.rescored, done.notes,
                         done.seconds * 1000)
 
-    def _refresh_person(self, person: PersonRow) -> Refreshed:
-        """One person's window from ``next?annotator=<name>&k=W``: the window is the lease,
+    def _refresh_person(self, person: PersonRow, rerank: bool = True) -> Refreshed:
+        """One person's window from ``next?annotator=<name>&k=2W``: the window is the lease,
         so a new question no longer listed (decided, or ranked out) leaves it; second
         opinions and disagreements stay until answered."""
         started = time.monotonic()
         rows = self.state.tasks("open", person.ls_project)
         kept = sum(1 for t in rows if t.reason != "new")  # leased or not, they stay
-        questions = self.sporal.next(self.project, k=max(1, self.window - kept),
+        # Twice the window: the open tasks stay listed (and leased) while sporal's ranking
+        # moves after each answer, so that few leave; the rest are leased to this person
+        # until their window is asked again.
+        questions = self.sporal.next(self.project, k=max(1, 2 * self.window - kept),
                                      annotator=person.name, strategy=self.strategy)
         if questions.reserved_until is not None:
             now = datetime.now(questions.reserved_until.tzinfo)
@@ -662,7 +676,7 @@ class Adapter:
         listed = {q.pair for q in asked}
         held = [Held(t.task_id, (t.a, t.b), t.score, t.reason) for t in rows]
         gone = {(t.a, t.b) for t in rows if (t.a, t.b) not in listed}
-        plan = plan_window(held, asked, gone, self.window)
+        plan = plan_window(held, asked, gone, self.window, rerank=rerank)
         self._retire(person.ls_project, plan.retire)
         self._rescore(person.ls_project, plan.rescore)
         self._create(person, plan.create)
@@ -671,6 +685,7 @@ class Adapter:
                          rescored=len(plan.rescore), notes=notes,
                          seconds=time.monotonic() - started)
         self._log(f"window of {person.name}", done)
+        self.recent.append(done)
         return done
 
     def _prune_person(self, person: PersonRow) -> Refreshed:
@@ -727,9 +742,9 @@ class Adapter:
         if len(ids) != len(create):  # the reconcile adopts them from the export
             logger.warning("Label Studio created %d tasks of %d", len(ids), len(create))
             return
-        with self.state.session() as session:
-            for task_id, (question, score) in zip(ids, create, strict=True):
-                session.add(TaskRow(task_id=task_id, a=question.pair[0], b=question.pair[1],
+        with self.state.session() as session:  # (Label Studio on SQLite reuses the id of
+            for task_id, (question, score) in zip(ids, create, strict=True):  # a deleted task)
+                session.merge(TaskRow(task_id=task_id, a=question.pair[0], b=question.pair[1],
                                     status="open", score=score, reason=question.reason,
                                     note=note, ls_project=person.ls_project))
         pending = f"model_version_pending:{person.ls_project}"
@@ -813,7 +828,8 @@ class Adapter:
         if gone:
             self.deleted(gone)
         self._repair_labels()
-        self.refresh()
+        self._retire_legacy()
+        self.prune()  # (an empty window is asked again; the others when their person answers)
 
     def _reconcile_project(self, ls_project: int) -> set[int]:
         """Forward what one project's export holds; the annotation ids it holds."""

@@ -321,11 +321,11 @@ class Runner:
             now = time.monotonic()
             if now >= next_reconcile:
                 self.changed.clear()
-                self._safely("reconcile", self.adapter.reconcile)  # ends with a refresh
+                self._safely("reconcile", self.adapter.reconcile)  # ends with a prune
                 next_reconcile = time.monotonic() + self.reconcile_every
             elif now >= next_refresh:
                 self.changed.clear()
-                self._safely("refresh", self.adapter.refresh)
+                self._safely("refresh", self.adapter.refresh, self._refresh_period())
             elif changed or now >= next_prune:
                 self.changed.clear()
                 self._safely("prune", self.adapter.prune)

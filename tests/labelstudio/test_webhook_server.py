@@ -53,7 +53,7 @@ class RecordingAdapter(Adapter):
     def reconcile(self) -> None:
         pass
 
-    def refresh(self) -> Refreshed:
+    def refresh(self, idle: float | None = None) -> Refreshed:
         return Refreshed(retired=0, created=0, rescored=0, notes=0, seconds=0.0)
 
     def prune(self) -> Refreshed:
