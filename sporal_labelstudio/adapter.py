@@ -659,7 +659,8 @@ class Adapter:
     def _refresh_person(self, person: PersonRow, rerank: bool = True) -> Refreshed:
         """One person's window from ``next?annotator=<name>&k=2W``: the window is the lease,
         so a new question no longer listed (decided, or ranked out) leaves it; second
-        opinions and disagreements stay until answered."""
+        opinions, disagreements and check questions (a decided pair: "check" here) stay until
+        answered."""
         started = time.monotonic()
         rows = self.state.tasks("open", person.ls_project)
         kept = sum(1 for t in rows if t.reason != "new")  # leased or not, they stay
@@ -673,6 +674,9 @@ class Adapter:
             self.lease_seconds = (questions.reserved_until - now).total_seconds()
         self._undecided = questions.undecided
         asked = [Asked((q.a, q.b), q.reason) for q in questions.queries]
+        if asked and asked[0].reason == "new" and self.sporal.pair_status(
+                self.project, *asked[0].pair).decided:  # a check question (sporal lists the
+            asked[0] = Asked(asked[0].pair, "check")  # team's first; it says "new" for it)
         listed = {q.pair for q in asked}
         held = [Held(t.task_id, (t.a, t.b), t.score, t.reason) for t in rows]
         gone = {(t.a, t.b) for t in rows if (t.a, t.b) not in listed}

@@ -25,6 +25,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 
 __all__ = ["AnnotationRow", "Base", "MessageRow", "PersonRow", "SettingRow", "State", "TaskRow"]
 
+# Task reasons: sporal's ("new", "second-opinion", "disagreement"), or "check" (a decided pair
+# that sporal asks to check an annotator's reading of the question).
 # Task statuses: "open" (in the window), "answered", "deleted" (decided and unanswered: taken
 # out of Label Studio), "retired" (annotated by the bot: earlier versions; withdrawn now).
 # Annotation statuses: "asserted" (a live sporal label), "conflict" (refused with a 409, kept
