@@ -492,7 +492,7 @@ class Adapter:
         if created.check_failed:
             self._tell(user, annotation_id, f"Your answer on {a!r} → {b!r} ({label}) suggests "
                        f"another reading of the question. {DEFINITION}")
-        elif created.contested and tell:
+        if created.contested and tell:  # (both notes, when a failed check is contested)
             self._tell(user, annotation_id, CONTESTED.format(a=a, b=b, label=label))
         return True
 

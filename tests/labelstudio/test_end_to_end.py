@@ -30,7 +30,6 @@ import shutil
 import signal
 import subprocess
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -134,9 +133,10 @@ def team(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict[str, A
     if not LS_URL:
         pytest.skip("set SPORAL_TEST_LABEL_STUDIO_URL and _TOKEN (a running Label Studio)")
     policy = getattr(request, "param", "strict")
-    run = uuid.uuid4().hex[:8]
-    people = [Person(email, signup(str(LS_URL), email, f"pw-{run}-{i}-long"))
-              for i, email in enumerate([f"ann-{run}@example.com", f"bo-{run}@example.com"])]
+    # Fixed names: sporal's draw of a check question depends on the name (and the project and
+    # its label count), so a run asks checks where the last one did.
+    people = [Person(email, signup(str(LS_URL), email, f"pw-{i}-sporal-team"))
+              for i, email in enumerate(["ann@example.com", "bo@example.com"])]
     with Server(f"sqlite:///{tmp_path}/sporal.db", tmp_path) as server:
         with httpx.Client(base_url=server.base_url, timeout=60) as sporal:
             pid, order = (order_project(sporal, n=25, pool=60, seed=7) if policy == "strict"
@@ -348,6 +348,13 @@ def test_second_opinions_checks_and_contested_notes_reach_the_right_person(
     admin = LabelStudioClient(str(LS_URL), LS_TOKEN)
     answered: list[set[tuple[str, str]]] = [set(), set()]
     seen = {"second opinion": False, "check": False, "contested": False}
+    # ann's earlier answers (given in /ui/, say): short chains whose ends are pool pairs, which
+    # decide much (a second opinion for bo) and make check questions (pool pairs decided
+    # positive through two steps)
+    for a, b in _chains(order):
+        sporal.post(f"/projects/{pid}/labels", json={"a": a, "b": b, "label": "positive",
+                                                     "annotator": people[0].email})
+        answered[0].add((a, b))
     wait_for(lambda: all(open_pairs(admin, p) for p in people), "the first windows", 60, 0.2)
     deadline = time.monotonic() + 900
     turn = 0
@@ -364,9 +371,11 @@ def test_second_opinions_checks_and_contested_notes_reach_the_right_person(
         assert "disagree" not in task["data"]["sporal_note"]  # never why a pair is asked
         seen["second opinion"] |= pair in answered[1 - k]  # the other one answered it
         label = truth(order, *pair)
-        if k == 1 and (turn % 3 == 0 or pair in answered[0]):  # bo is wrong on a third of his
-            # new questions and on every second opinion (which contests ann's answer)
+        if k == 1 and (turn % 4 == 1 or pair in answered[0]):  # bo says the opposite on half
+            # of his new questions and on every second opinion (which contests ann's answer)
             label = "negative" if label == "positive" else "positive"
+        if k == 1 and turn % 4 == 3:  # and "yes" on the other half: a "yes" decides most
+            label = "positive"
         if people[k].answer(task, label) is None:
             continue
         answered[k].add(pair)
@@ -376,6 +385,19 @@ def test_second_opinions_checks_and_contested_notes_reach_the_right_person(
         seen["check"] |= any(checks.get(p.email) for p in people)
         seen["contested"] |= _contested_note_only_for_its_owner(admin, people)
     assert all(seen.values()), (seen, team["adapter"].tail())
+
+
+def _chains(order: Any) -> list[tuple[str, str]]:
+    """The links (a, b), (b, c) of the true chains a < b < c whose ends are a pool pair."""
+    name = lambda i: f"concept {i:02d}"  # noqa: E731
+    links: list[tuple[str, str]] = []
+    for a, c in order.pool.tolist():
+        middle = [b for b in range(order.n) if b not in (a, c) and order.is_positive(a, b)
+                  and order.is_positive(b, c)]
+        for link in ((a, middle[0]), (middle[0], c)) if middle else ():
+            if (name(link[0]), name(link[1])) not in links:
+                links.append((name(link[0]), name(link[1])))
+    return links
 
 
 def _contested_note_only_for_its_owner(admin: LabelStudioClient, people: list[Person]) -> bool:
