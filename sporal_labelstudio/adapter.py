@@ -809,7 +809,7 @@ class Adapter:
                       note=(task.get("data") or {}).get("sporal_note") or "",
                       ls_project=ls_project)
         with self.state.session() as session:
-            session.add(row)
+            session.merge(row)
         logger.info("adopted task %s (%s, %s)", row.task_id, row.a, row.b)
         return row
 
@@ -836,7 +836,13 @@ class Adapter:
         self.prune()  # (an empty window is asked again; the others when their person answers)
 
     def _reconcile_project(self, ls_project: int) -> set[int]:
-        """Forward what one project's export holds; the annotation ids it holds."""
+        """Forward what one project's export holds; the annotation ids it holds. The windows
+        wait meanwhile (a task created after the export was read is not in it, and must not be
+        taken for deleted)."""
+        with self.lock:
+            return self._reconcile_export(ls_project)
+
+    def _reconcile_export(self, ls_project: int) -> set[int]:
         known = {t.task_id: t for t in self.state.tasks()}
         exported = self.ls.export(ls_project)
         present: set[int] = set()

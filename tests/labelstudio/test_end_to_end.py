@@ -104,6 +104,7 @@ class Person:
                                headers={"Authorization": f"Token {token}"})
         self.ls_project = 0
         self.served: list[tuple[str, str]] = []  # every pair Label Studio served them
+        self.answered: set[tuple[str, str]] = set()
 
     def next(self) -> dict[str, Any] | None:
         task = self.ls.get(f"/api/projects/{self.ls_project}/next")
@@ -111,9 +112,8 @@ class Person:
             return None
         body = dict(task.json())
         pair = (body["data"]["sporal_pair"]["a"], body["data"]["sporal_pair"]["b"])
-        if not self.served or self.served[-1] != pair:  # (served again until answered)
-            assert pair not in self.served, f"{pair} served twice to {self.email}"
-            self.served.append(pair)
+        assert pair not in self.answered, f"{pair} served again to {self.email}, who answered it"
+        self.served.append(pair)
         return body
 
     def answer(self, task: dict[str, Any], label: str) -> dict[str, Any] | None:
@@ -124,6 +124,7 @@ class Person:
             return None  # decided meanwhile: the adapter took it out of the window
         posted.raise_for_status()
         pair = task["data"]["sporal_pair"]
+        self.answered.add((pair["a"], pair["b"]))
         return {"id": posted.json()["id"], "task": task["id"], "a": pair["a"], "b": pair["b"],
                 "label": label}
 
