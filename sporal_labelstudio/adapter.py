@@ -29,7 +29,8 @@ and cannot create tasks). One worker applies every change, in order, so that the
   new question that ``next`` no longer lists leaves the window (deleted, in one call, and only
   while nobody has annotated it). A person's window is asked again right after they answer
   and on a timer well inside the lease; after anyone else's answer only the tasks sporal has
-  decided leave it. Second opinions and disagreements stay open until answered;
+  decided leave it. Second opinions, disagreements and check questions (sporal lists its
+  team question first; a decided pair there is a check) stay open until answered;
 - each project's description says sporal's decided share and the adapter's health;
 - the reconcile: Label Studio sends each webhook once, with a 1 s timeout and no retry, and none
   for imported annotations, so each project's export is compared with the state at start and
