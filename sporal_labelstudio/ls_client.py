@@ -11,6 +11,7 @@ over the listed task ids only.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
@@ -68,9 +69,20 @@ class LabelStudioClient:
         return dict(self._call("PATCH", f"/api/projects/{project_id}", json=fields))
 
     def export(self, project_id: int) -> list[dict[str, Any]]:
-        """Every task of the project with its annotations (JSON export, all tasks)."""
-        return list(self._call("GET", f"/api/projects/{project_id}/export",
-                               params={"exportType": "JSON", "download_all_tasks": "true"}))
+        """Every task of the project with its annotations (JSON export, all tasks).
+
+        A busy Label Studio now and then answers 200 with no body: asked again a few times,
+        then :class:`LabelStudioError` (never an empty list, which would say that every
+        annotation is gone).
+        """
+        url = f"/api/projects/{project_id}/export"
+        for attempt in range(self.retries + 1):
+            body = self._call("GET", url, params={"exportType": "JSON",
+                                                  "download_all_tasks": "true"})
+            if body is not None:
+                return list(body)
+            time.sleep(0.5 * 2 ** attempt)
+        raise LabelStudioError(200, "GET", url, "an empty answer")
 
     # ------------------------------------------------------------------ webhooks, users
     def webhooks(self, project_id: int) -> list[dict[str, Any]]:

@@ -4,9 +4,11 @@ Label Studio posts each webhook once and waits at most a second, so the endpoint
 the shared secret and the event's shape, queues the payload and answers 200 once the worker has
 applied it or ``answer_within`` seconds have passed, whichever comes first (Label Studio answers
 the annotator's POST only after the webhook, so the editor's next task already carries what the
-event changed, such as a refusal's note; a slow event is applied all the same); the worker applies
-the queue in order, refreshes the window after each burst of events and on a timer shorter than
-sporal's lease, and reconciles from the export at start and every ``reconcile_every`` seconds.
+event changed: the answering person's next task, a refusal's note; a slow event is applied all
+the same). The event worker applies the queue in order and, after an answer, refills its
+author's window; the window worker takes decided tasks out of every window after each burst of
+events, asks for every window again on a timer well inside sporal's lease (which that renews),
+and reconciles from the exports at start and every ``reconcile_every`` seconds.
 
 Every input is bounded (:class:`Limits`): one ``Content-Length`` of at most ``max_body`` bytes
 (413 beyond it, decided before reading; 400 when it is missing, repeated or not a number), a
@@ -43,6 +45,7 @@ QUEUE_SIZE = 1000
 READ_TIMEOUT = 10.0
 RETRY_AFTER = 5
 ANSWER_WITHIN = 0.8  # Label Studio waits 1 s for a webhook's answer
+PRUNE_EVERY = 20.0  # seconds between two prunes (and descriptions) when nothing happens
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
@@ -256,7 +259,7 @@ class Runner:
         if self.refresh_every is not None:
             return self.refresh_every
         lease = self.adapter.lease_seconds or 600.0
-        return max(1.0, min(60.0, lease / 3))  # well inside the lease, which next renews
+        return max(1.0, lease / 3)  # well inside the lease, which next renews
 
     def _safely(self, what: str, work: Any, *args: Any) -> None:
         try:
@@ -268,9 +271,9 @@ class Runner:
         """Run until :meth:`stop` (or Ctrl-C).
 
         Two workers: the event worker forwards each annotation to sporal as soon as it is
-        queued (a few milliseconds), the window worker does the slower Label Studio work
-        (refresh after a burst of events or on the timer, reconcile periodically), so that an
-        answer never waits behind task creation or an export.
+        queued and refills its author's window, the window worker does the rest of the Label
+        Studio work (prune after a burst of events, refresh on the timer, reconcile
+        periodically), so that an answer never waits behind an export.
         """
         self.worker.start()
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -291,6 +294,9 @@ class Runner:
             except queue.Empty:
                 continue
             self._apply(payload)
+            if isinstance(payload, dict):  # the author's next task, before the answer
+                self._safely("the next task", self.adapter.serve_next,
+                             self.adapter.authors(payload))
             self.server.applied_one()
             self.changed.set()
 
@@ -309,16 +315,22 @@ class Runner:
         self._safely("reconcile", self.adapter.reconcile)
         next_reconcile = time.monotonic() + self.reconcile_every
         next_refresh = time.monotonic() + self._refresh_period()
+        next_prune = time.monotonic() + PRUNE_EVERY
         while not self.stopping.is_set():
             changed = self.changed.wait(timeout=0.5)
             now = time.monotonic()
             if now >= next_reconcile:
                 self.changed.clear()
-                self._safely("reconcile", self.adapter.reconcile)  # ends with a refresh
+                self._safely("reconcile", self.adapter.reconcile)  # ends with a prune
                 next_reconcile = time.monotonic() + self.reconcile_every
-            elif changed or now >= next_refresh:
+            elif now >= next_refresh:
                 self.changed.clear()
-                self._safely("refresh", self.adapter.refresh)
+                self._safely("refresh", self.adapter.refresh, self._refresh_period())
+            elif changed or now >= next_prune:
+                self.changed.clear()
+                self._safely("prune", self.adapter.prune)
+                next_prune = time.monotonic() + PRUNE_EVERY
+                continue
             else:
                 continue
             next_refresh = time.monotonic() + self._refresh_period()

@@ -124,6 +124,7 @@ class Label:
     annotator: str | None
     replayed: bool
     check_failed: bool = False  # a "no" to a check question: show the definition again
+    contested: bool = False  # consensus: the answer opened or joined a disagreement
 
 
 @dataclass(frozen=True)
@@ -277,9 +278,11 @@ class SporalClient:
         response = self._request("POST", f"/projects/{project_id}/labels", headers=headers,
                                  json=payload)
         body = response.json()
+        disagreement = body.get("disagreement") or {}
         return Label(id=int(body["id"]), a=body["a"], b=body["b"], label=body["label"],
                      annotator=body.get("annotator"), replayed=response.status_code == 200,
-                     check_failed=bool(body.get("check_failed")))
+                     check_failed=bool(body.get("check_failed")),
+                     contested=disagreement.get("state") in ("opened", "open"))
 
     # ------------------------------------------------------------------ texts, links, jobs
     def add_links(self, project_id: int, links: list[tuple[str, str]], *,

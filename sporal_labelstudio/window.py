@@ -69,7 +69,7 @@ class Plan:
 
 
 def plan_window(held: Sequence[Held], asked: Sequence[Asked], decided: Iterable[Pair],
-                window: int) -> Plan:
+                window: int, rerank: bool = True) -> Plan:
     """The changes that make ``held`` the window for ``asked``.
 
     Parameters
@@ -82,6 +82,9 @@ def plan_window(held: Sequence[Held], asked: Sequence[Asked], decided: Iterable[
         The held pairs that sporal has decided.
     window : int
         How many open tasks the window holds.
+    rerank : bool, default True
+        Whether open tasks may get new scores (two more calls to Label Studio). Without it,
+        new tasks that cannot be squeezed into sporal's places go after the open ones.
 
     Examples
     --------
@@ -105,6 +108,8 @@ def plan_window(held: Sequence[Held], asked: Sequence[Asked], decided: Iterable[
     plan = Plan(retire=retire, keep=[t.task_id for t in stay])
     order = _order(stay, new, asked)
     squeezed = _squeeze(order)
+    if squeezed is None and not rerank:
+        squeezed = _after(order)
     if squeezed is None:
         ranks = [(i + 1) / (len(order) + 1) for i in range(len(order))]
         plan.rescore = {t.task_id: ranks[i] for i, t in enumerate(order)
@@ -126,6 +131,26 @@ def _order(stay: Sequence[Held], new: Sequence[Asked],
     rest = sorted((t for t in stay if t.pair not in rank),
                   key=lambda t: (t.score is None, t.score or 0.0, t.task_id))
     return [*ranked, *rest]
+
+
+def _after(order: Sequence[Held | Asked]) -> list[float] | None:
+    """Scores that keep every held task's score and put the new ones after them all, in
+    their order (None when a held task has no score or there is no room left)."""
+    held = [t.score for t in order if isinstance(t, Held)]
+    if any(score is None for score in held):
+        return None
+    low = max((float(s) for s in held if s is not None), default=0.0)
+    new = sum(1 for t in order if isinstance(t, Asked))
+    if (1.0 - low) / (new + 1) < MIN_GAP:
+        return None
+    scores, placed = [], 0
+    for task in order:
+        if isinstance(task, Held):
+            scores.append(float(task.score or 0.0))
+        else:
+            placed += 1
+            scores.append(low + (1.0 - low) * placed / (new + 1))
+    return scores
 
 
 def _squeeze(order: Sequence[Held | Asked]) -> list[float] | None:

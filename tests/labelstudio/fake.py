@@ -1,4 +1,5 @@
-"""An in-memory Label Studio with the methods of LabelStudioClient, for the replay tests."""
+"""An in-memory Label Studio with the methods of LabelStudioClient, for the replay tests: users,
+projects (each person's own), their tasks, scores and descriptions."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from sporal_labelstudio.adapter import BOT_EMAIL
 
 BOT_USER = 2  # the bot's id in the captured payloads
+PEOPLE = {3: "ann@example.com", 4: "bo@example.com", 7: "cy@example.com"}  # user id: email
 
 
 class FakeLabelStudio:
@@ -20,13 +22,47 @@ class FakeLabelStudio:
         self.scores: dict[int, float] = {}  # task -> its prediction's score
         self.deleted: list[int] = []  # tasks deleted, in order
         self.calls: list[str] = []  # the write calls made, by name
-        self.description = ""
+        self.description = ""  # the last one written
+        self.descriptions: dict[int, str] = {}  # project -> its description
+        self.project_of: dict[int, int] = {}  # task -> its project
+        self.projects_made: list[dict[str, Any]] = []
+        self.export_project: int | None = None  # whose export answers ``exported``
+        self.hooks: list[dict[str, Any]] = []
         self._ids = itertools.count(1000)
+
+    def projects(self) -> list[dict[str, Any]]:
+        return [{**p, "description": self.descriptions.get(p["id"], "")}
+                for p in self.projects_made]
+
+    def create_project(self, **fields: Any) -> dict[str, Any]:
+        project = {"id": next(self._ids), "title": fields.get("title", "")}
+        self.projects_made.append(project)
+        self.descriptions[project["id"]] = fields.get("description", "")
+        return project
+
+    def webhooks(self, project_id: int) -> list[dict[str, Any]]:
+        return [h for h in self.hooks if h["project"] == project_id]
+
+    def create_webhook(self, **fields: Any) -> dict[str, Any]:
+        self.hooks.append({"id": next(self._ids), **fields})
+        return self.hooks[-1]
+
+    def update_webhook(self, webhook_id: int, **fields: Any) -> dict[str, Any]:
+        hook = next(h for h in self.hooks if h["id"] == webhook_id)
+        hook.update(fields)
+        return hook
 
     def update_project(self, project_id: int, **fields: Any) -> dict[str, Any]:
         self.calls.append("update_project")
-        self.description = fields.get("description", self.description)
+        if "description" in fields:
+            self.description = self.descriptions[project_id] = fields["description"]
         return {"id": project_id, **fields}
+
+    def open_tasks(self, project_id: int) -> list[int]:
+        """The project's tasks nobody has annotated."""
+        answered = {a["task"] for a in self.annotations.values()}
+        return [t for t, p in self.project_of.items()
+                if p == project_id and t in self.tasks and t not in answered]
 
     def import_tasks(self, project_id: int, tasks: list[dict[str, Any]]) -> list[int]:
         self.calls.append("import_tasks")
@@ -34,6 +70,7 @@ class FakeLabelStudio:
         for task in tasks:
             task_id = next(self._ids)
             self.tasks[task_id] = dict(task["data"])
+            self.project_of[task_id] = project_id
             self.scores[task_id] = task["predictions"][0]["score"]
             ids.append(task_id)
         return ids
@@ -60,7 +97,9 @@ class FakeLabelStudio:
         self.scores.update(scores)
 
     def users(self) -> list[dict[str, Any]]:
-        return [{"id": BOT_USER, "email": BOT_EMAIL}]
+        return [{"id": BOT_USER, "email": BOT_EMAIL, "username": "bot"}, *(
+            {"id": i, "email": email, "username": email.split("@")[0]}
+            for i, email in PEOPLE.items())]
 
     def create_task(self, project_id: int, data: dict[str, Any]) -> dict[str, Any]:
         task_id = next(self._ids)
@@ -92,6 +131,8 @@ class FakeLabelStudio:
         return self.annotations.pop(annotation_id, None) is not None
 
     def export(self, project_id: int) -> list[dict[str, Any]]:
+        if self.export_project is not None and project_id != self.export_project:
+            return []
         snapshot = list(self.exported)
         if self.during_export is not None:
             self.during_export()

@@ -4,7 +4,6 @@ who sign up and answer through Label Studio's REST API, and a webhook recorder f
 from __future__ import annotations
 
 import json
-import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -37,26 +36,6 @@ def order_project(client: httpx.Client, n: int = 25, pool: int = 60,
 
 def truth(order: GeneratedOrder, a: str, b: str) -> str:
     return "positive" if order.is_positive(int(a.split()[-1]), int(b.split()[-1])) else "negative"
-
-
-def signup(ls_url: str, email: str, password: str) -> str:
-    """An annotator signs up on Label Studio's web form; returns their API token."""
-    with httpx.Client(base_url=ls_url, follow_redirects=True, timeout=60) as web:
-        page = web.get("/user/signup/")
-        csrf = web.cookies.get("csrftoken") or re.search(
-            r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)  # type: ignore
-        web.post("/user/signup/", data={"email": email, "password": password,
-                                        "csrfmiddlewaretoken": csrf},
-                 headers={"Referer": f"{ls_url}/user/signup/"})
-        if not web.get("/api/current-user/whoami").is_success:  # already signed up: log in
-            page = web.get("/user/login/")
-            csrf = web.cookies.get("csrftoken") or ""
-            web.post("/user/login/", data={"email": email, "password": password,
-                                           "csrfmiddlewaretoken": csrf},
-                     headers={"Referer": f"{ls_url}/user/login/"})
-        response = web.get("/api/current-user/token")
-        response.raise_for_status()
-        return str(response.json()["token"])
 
 
 def choice(label: str) -> list[dict[str, Any]]:

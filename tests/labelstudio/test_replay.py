@@ -21,8 +21,8 @@ import pytest
 from benchmarks.serving import Server
 from sporal_labelstudio.adapter import Adapter
 from sporal_labelstudio.sporal_client import NextQueries, Query, SporalClient
-from sporal_labelstudio.state import State, TaskRow
-from tests.labelstudio.fake import BOT_USER, FakeLabelStudio
+from sporal_labelstudio.state import PersonRow, State, TaskRow
+from tests.labelstudio.fake import BOT_USER, PEOPLE, FakeLabelStudio
 from tests.labelstudio.harness import FIXTURES, order_project
 
 PAYLOADS: list[dict[str, Any]] = json.loads(
@@ -41,18 +41,27 @@ def adapter(server: Server, tmp_path: Path) -> Iterator[Adapter]:
     with httpx.Client(base_url=server.base_url) as client:
         pid, _ = order_project(client)  # the generated order the payloads were captured on
     state = State(tmp_path / "state.db")
-    state.put("ls_project", "1")
-    state.put("bot_user", str(BOT_USER))
+    sporal = SporalClient(server.base_url)
+    ls = FakeLabelStudio()
+    made = Adapter(sporal, ls, state, project=pid, window=5)  # type: ignore[arg-type]
+    made.setup("http://127.0.0.1:9/webhook")
+    ann = made.add_person("ann@example.com")  # user 3, who answered in the payloads
+    made.add_person("bo")  # user 4, by username
+    ls.export_project = ann.ls_project  # the fake's export is this project's
     with state.session() as session:
         for payload in PAYLOADS:
             task = payload.get("task")
             if task and session.get(TaskRow, task["id"]) is None:
                 pair = task["data"]["sporal_pair"]
-                session.add(TaskRow(task_id=task["id"], a=pair["a"], b=pair["b"]))
-    sporal = SporalClient(server.base_url)
-    yield Adapter(sporal, FakeLabelStudio(), state, project=pid, window=5)  # type: ignore[arg-type]
+                session.add(TaskRow(task_id=task["id"], a=pair["a"], b=pair["b"],
+                                    ls_project=ann.ls_project))
+    yield made
     sporal.close()
     state.dispose()
+
+
+def person(adapter: Adapter, user: int) -> PersonRow:
+    return next(p for p in adapter.people() if p.user_id == user)
 
 
 def asserted(adapter: Adapter) -> set[tuple[str, str, str]]:
@@ -155,65 +164,98 @@ def test_a_contradiction_keeps_the_answer_shows_its_proof_and_is_retried(adapter
     assert not adapter.state.messages()  # the refusal is over: nothing more to tell
 
 
-def test_the_window_retires_only_decided_tasks_and_refills_in_batched_calls(adapter) -> None:
+def test_each_person_has_a_window_of_their_own_leased_to_them(adapter) -> None:
     ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
-    with adapter.state.session() as session:  # no captured task: the window starts empty
+    ann, bo = person(adapter, 3), person(adapter, 4)
+    with adapter.state.session() as session:  # no captured task: the windows start empty
         session.query(TaskRow).delete()
     adapter.refresh()
-    fresh = {t.task_id: t for t in adapter.state.tasks("open")}
-    assert len(fresh) == 5 and set(fresh) <= set(ls.tasks)
-    assert ls.calls.count("import_tasks") == 1  # the whole window in one call
-    ranked = sorted(fresh, key=lambda t: ls.scores[t])
-    assert all(0 < ls.scores[t] < 1 for t in fresh)
-    best = adapter.sporal.next(adapter.project, k=5, annotator=adapter.annotator).queries
-    assert [(fresh[t].a, fresh[t].b) for t in ranked] == [(q.a, q.b) for q in best]
-    # answer the best question through sporal itself
-    target = fresh[ranked[0]]
+    windows = {p.user_id: {t.task_id: t for t in adapter.state.tasks("open", p.ls_project)}
+               for p in (ann, bo)}
+    pairs = {user: {(t.a, t.b) for t in tasks.values()} for user, tasks in windows.items()}
+    assert len(pairs[3]) == len(pairs[4]) == 5 and not pairs[3] & pairs[4]  # nobody shares
+    for p in (ann, bo):
+        assert set(ls.open_tasks(p.ls_project)) == set(windows[p.user_id])
+    assert ls.calls.count("import_tasks") == 2  # each window in one call
+    # the service leases each window to its person: someone else is asked none of it
+    other = adapter.sporal.next(adapter.project, k=50).queries  # (no annotator: no lease)
+    assert not {(q.a, q.b) for q in other} & (pairs[3] | pairs[4])
+    ranked = sorted(windows[3], key=lambda t: ls.scores[t])
+    assert all(0 < ls.scores[t] < 1 for t in windows[3])
+    # someone answers the best question of ann's window through sporal itself
+    target = windows[3][ranked[0]]
     adapter.sporal.post_label(adapter.project, target.a, target.b, "positive", annotator="else")
     ls.calls.clear()
-    done = adapter.refresh()
-    now_open = {t.task_id for t in adapter.state.tasks("open")}
-    retired = set(fresh) - now_open
-    assert target.task_id in retired and set(ls.deleted) == retired
-    for task_id in retired:  # only tasks whose pairs sporal decided left the window
-        task = fresh[task_id]
-        assert adapter.sporal.pair_status(adapter.project, task.a, task.b).decided
-    for task_id in set(fresh) - retired:  # every undecided open task is still there
-        assert task_id in now_open and task_id in ls.tasks
-    assert len(now_open) == 5 and done.created == len(retired) == done.retired
-    assert ls.calls.count("import_tasks") == 1 and ls.calls.count("delete_unanswered_tasks") == 1
-    assert "update_task_data" not in ls.calls  # no note rewritten
+    pruned = adapter.prune()  # what follows someone else's answer: decided tasks leave
+    held = {**windows[3], **windows[4]}
+    retired = set(held) - {t.task_id for t in adapter.state.tasks("open")}
+    assert target.task_id in retired and pruned.retired == len(retired)
+    for task_id in set(held) - retired:  # only decided tasks left
+        assert not adapter.sporal.pair_status(adapter.project, *held[task_id].pair).decided
+    for task_id in retired:
+        assert adapter.sporal.pair_status(adapter.project, *held[task_id].pair).decided
+    assert "import_tasks" not in ls.calls  # ann's window is asked again after her answer
+    bo_open = set(ls.open_tasks(bo.ls_project))
+    ls.calls.clear()
+    adapter.serve_next({3})  # ann answered: her window is asked again and refilled
+    assert len(adapter.state.tasks("open", ann.ls_project)) == 5
+    assert set(ls.open_tasks(bo.ls_project)) == bo_open  # bo's window: only pruned
+    assert ls.calls.count("import_tasks") == 1  # in batched calls
+    assert ls.calls.count("delete_unanswered_tasks") <= 2 and "update_task_data" not in ls.calls
     assert not ls.annotations  # the bot annotates nothing
-    assert "pool pairs decided" in ls.description and "last sync" in ls.description
+    assert "pool pairs" in ls.descriptions[ann.ls_project]
 
 
-def test_a_refusal_is_shown_to_its_annotator_on_the_open_tasks_until_they_answer(adapter):
+def test_a_refusal_is_shown_only_to_its_annotator_until_they_answer(adapter):
     template = next(p for p in PAYLOADS if p["action"] == "ANNOTATION_CREATED"
                     and p["annotation"]["completed_by"] != BOT_USER)
     ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
+    ann, bo = person(adapter, 3), person(adapter, 4)
     x, y, z = "concept 00", "concept 01", "concept 02"
     with adapter.state.session() as session:
         session.query(TaskRow).delete()
         for task_id, (a, b) in {101: (x, y), 102: (y, z), 103: (x, z)}.items():
-            session.add(TaskRow(task_id=task_id, a=a, b=b, status="answered"))
+            session.add(TaskRow(task_id=task_id, a=a, b=b, status="answered",
+                                ls_project=ann.ls_project if task_id < 103 else bo.ls_project))
             ls.tasks[task_id] = {}
     adapter.refresh()
     adapter.handle(_answer(template, 201, 101, (x, y), "positive"))
     adapter.handle(_answer(template, 202, 102, (y, z), "positive"))
     adapter.handle(_answer(template, 203, 103, (x, z), "negative", user=4))
-    adapter.refresh()
-    open_ids = [t.task_id for t in adapter.state.tasks("open")]
-    assert open_ids
-    for task_id in open_ids:
+    adapter.serve_next({4})
+    bo_open = [t.task_id for t in adapter.state.tasks("open", bo.ls_project)]
+    assert bo_open
+    for task_id in bo_open:
         note = ls.tasks[task_id]["sporal_note"]
-        assert note.startswith("For user 4") and "refused annotation #203" in note
+        assert note.startswith("sporal refused annotation #203")
         assert "annotation #201" in note and "annotation #202" in note  # the proof
-    # user 4 answers an open task: the note has been seen and goes
-    task = adapter.state.tasks("open")[0]
+        assert PEOPLE[3] in note  # who gave them, by name
+    adapter.prune()
+    for task in adapter.state.tasks("open", ann.ls_project):  # nobody else sees it
+        assert "refused" not in ls.tasks[task.task_id]["sporal_note"]
+    # bo answers an open task: the note has been seen and goes
+    task = adapter.state.tasks("open", bo.ls_project)[0]
     adapter.handle(_answer(template, 204, task.task_id, (task.a, task.b), "negative", user=4))
-    adapter.refresh()
+    adapter.serve_next({4})
     assert all("refused" not in ls.tasks[t.task_id]["sporal_note"]
                for t in adapter.state.tasks("open"))
+
+
+def test_answers_reach_sporal_by_the_name_of_their_author(adapter, server: Server,
+                                                          tmp_path: Path) -> None:
+    template = next(p for p in PAYLOADS if p["action"] == "ANNOTATION_CREATED"
+                    and p["annotation"]["completed_by"] != BOT_USER)
+    task = adapter.state.tasks()[0]
+    adapter.handle(_answer(template, 1301, task.task_id, task.pair, "positive", user=4))
+    [label] = [x for x in adapter.sporal.labels(adapter.project) if (x["a"], x["b"]) == task.pair]
+    assert label["annotator"] == PEOPLE[4]  # not labelstudio:…:user:4
+    by_username = Adapter(adapter.sporal, adapter.ls, State(tmp_path / "other.db"),
+                          project=adapter.project, names="username")
+    by_username.setup("http://127.0.0.1:9/webhook")
+    assert by_username.add_person(PEOPLE[7]).name == "cy"
+    assert by_username.name_of(4) == "bo" and by_username.name_of(99) == "labelstudio:user:99"
+    with pytest.raises(LookupError):
+        by_username.add_person("nobody@example.com")
 
 
 def test_the_reconcile_adopts_a_task_created_just_before_a_crash(adapter) -> None:
@@ -296,7 +338,7 @@ def test_answers_carry_their_source_only_where_sporal_records_answers(adapter, m
     assert sent == [None, "labelstudio"]
 
 
-def test_second_opinions_are_noted_and_stay_open_while_their_pair_is_decided(adapter,
+def test_second_opinions_look_like_any_task_and_stay_open_while_their_pair_is_decided(adapter,
                                                                            monkeypatch):
     ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
     with adapter.state.session() as session:
@@ -314,7 +356,7 @@ def test_second_opinions_are_noted_and_stay_open_while_their_pair_is_decided(ada
     adapter.refresh()
     task = next(t for t in adapter.state.tasks("open") if (t.a, t.b) == (a, b))
     assert task.reason == "second-opinion"
-    assert ls.tasks[task.task_id]["sporal_note"].startswith("sporal asks for a second opinion")
+    assert ls.tasks[task.task_id]["sporal_note"] == ""  # like any other question: no anchor
     monkeypatch.setattr(adapter.sporal, "next", real_next)  # no longer first in sporal's list
     adapter.refresh()
     assert task.task_id in {t.task_id for t in adapter.state.tasks("open")}  # not retired
@@ -329,12 +371,17 @@ def test_a_failed_check_question_shows_the_definition_to_its_annotator(adapter, 
         post(*args, **kwargs), check_failed=True))
     with adapter.state.session() as session:
         session.query(TaskRow).delete()
-        session.add(TaskRow(task_id=901, a="concept 13", b="concept 14", status="answered"))
+    cy = adapter.add_person(PEOPLE[7])
+    with adapter.state.session() as session:
+        session.add(TaskRow(task_id=901, a="concept 13", b="concept 14", status="answered",
+                            ls_project=cy.ls_project))
     adapter.handle(_answer(template, 911, 901, ("concept 13", "concept 14"), "negative", user=7))
     adapter.refresh()
-    notes = [ls.tasks[t.task_id]["sporal_note"] for t in adapter.state.tasks("open")]
-    assert notes and all(n.startswith("For user 7") and "directly or through other concepts"
+    notes = [ls.tasks[t.task_id]["sporal_note"] for t in adapter.state.tasks("open", cy.ls_project)]
+    assert notes and all(n.startswith("Your answer on") and "directly or through other concepts"
                          in n for n in notes)
+    assert not any(ls.tasks[t.task_id]["sporal_note"] for t in adapter.state.tasks("open")
+                   if t.ls_project != cy.ls_project)  # nobody else's
 
 
 def test_tasks_show_descriptions_only_where_there_are_some_and_the_projects_question(adapter):
@@ -394,16 +441,20 @@ def test_a_state_file_of_the_earlier_version_is_read(tmp_path: Path) -> None:
         state.dispose()
 
 
-def test_the_description_says_sporals_progress_and_when_the_adapter_stopped(adapter) -> None:
+def test_each_description_says_sporals_decided_share_and_the_adapters_health(adapter) -> None:
     ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
     with adapter.state.session() as session:
         session.query(TaskRow).delete()
     adapter.refresh()
     counts = adapter.sporal.project(adapter.project)["counts"]
     pool, undecided = counts["pool_pairs"], counts["undecided_pool_pairs"]
-    lines = ls.description.split("\n")
-    assert lines[0] == adapter.identity()  # how setup finds the project again
-    assert lines[1].startswith(f"sporal's progress: {pool - undecided} of {pool} pool pairs")
-    assert lines[2].startswith("Adapter: last sync ")
+    for user in (3, 4):
+        who = person(adapter, user)
+        lines = ls.descriptions[who.ls_project].split("\n")
+        assert lines[0] == adapter.identity(PEOPLE[user])  # how setup finds the project again
+        assert lines[1].startswith(f"sporal has decided {pool - undecided} of {pool} pool "
+                                   f"pairs ({(pool - undecided) / pool:.0%})")
+        assert lines[2].startswith("Adapter running: last sync ")
     adapter.stopped()
-    assert ls.description.split("\n")[2].startswith("Adapter stopped at ")
+    assert all(d.split("\n")[2].startswith("Adapter stopped at ")
+               for d in ls.descriptions.values())

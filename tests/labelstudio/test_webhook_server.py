@@ -33,6 +33,7 @@ class RecordingAdapter(Adapter):
     def __init__(self) -> None:  # no clients, no state file
         self.lease_seconds = None
         self.forwarded: list[tuple[int, int]] = []  # (annotation id, task id)
+        self.served: list[set[int]] = []  # the authors whose windows were refilled
         self.entered = threading.Event()  # a forward has started
         self.gate = threading.Event()  # forwards wait for it
         self.gate.set()
@@ -52,8 +53,15 @@ class RecordingAdapter(Adapter):
     def reconcile(self) -> None:
         pass
 
-    def refresh(self) -> Refreshed:
+    def refresh(self, idle: float | None = None) -> Refreshed:
         return Refreshed(retired=0, created=0, rescored=0, notes=0, seconds=0.0)
+
+    def prune(self) -> Refreshed:
+        return self.refresh()
+
+    def serve_next(self, users: set[int]) -> Refreshed:
+        self.served.append(users)
+        return self.refresh()
 
     def stopped(self) -> None:
         pass
@@ -117,6 +125,16 @@ def head(content_length: str | None = None) -> str:
     if content_length is not None:
         lines.append(f"Content-Length: {content_length}")
     return "\n".join(lines) + "\n"
+
+
+def test_the_answer_waits_for_the_authors_next_task() -> None:
+    with running(Limits(answer_within=WAIT)) as (runner, adapter, url):
+        assert post(url, event(1, completed_by=5)).status_code == 200
+        # answered once the author's window was refilled: Label Studio's next is sporal's
+        assert adapter.forwarded == [(1, 3)] and adapter.served == [{5}]
+        body = json.dumps({"action": "ANNOTATIONS_DELETED", "annotations": [{"id": 1}]})
+        assert post(url, body.encode()).status_code == 200
+        assert adapter.served[-1] == set()  # a deletion refills nobody's window
 
 
 def test_events_that_are_not_event_objects_are_400_and_the_next_is_forwarded() -> None:

@@ -85,3 +85,13 @@ def test_many_refreshes_keep_every_score_in_order_and_inside_zero_one() -> None:
         assert len(window) == 8 and len({t.pair for t in window}) == 8, step
         assert all(s is not None and 0 < s < 1 for s in scores), step
         assert len(set(scores)) == len(scores), step
+
+
+def test_without_rerank_open_tasks_keep_their_scores_and_new_ones_go_after_them() -> None:
+    # sporal now ranks the held tasks the other way round and adds two: nothing is re-scored
+    plan = plan_window(held({"a": 0.2, "b": 0.6}), asked("x", "b", "a", "y"), [], 4,
+                       rerank=False)
+    assert plan.rescore == {}
+    scores = {q.pair[0]: s for q, s in plan.create}
+    assert 0.6 < scores["x"] < scores["y"] < 1  # after the open ones, in sporal's order
+    assert plan_window(held({"a": 0.2, "b": 0.6}), asked("x", "b", "a"), [], 3).rescore
