@@ -12,8 +12,9 @@ annotator already answered (anonymous answers count as one annotator).
 dispute of the last full consensus event (:func:`app.services.team.last_fit`),
 the labels and closure as asserted now (answers on the fast path since then included), the
 open disagreements as the pairs in dispute, the model's probabilities and, as the stake of a
-label, the pairs its stored closure effect decided. Which pair was served to whom as a check
-is kept (:class:`models.CheckQuestion`) so that the answer is marked.
+label, the pool pairs its stored closure effect decided (as the simulation counts them).
+Which pair was served to whom as a check is kept (:class:`models.CheckQuestion`) so that the
+answer is marked.
 """
 
 from __future__ import annotations
@@ -24,15 +25,16 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple, cast
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import select
 
+from app.services.bitsets import decode
 from app.services.team import last_fit, live_answers, votes
 from app.services.unit import ProjectWork
 from models import ClosureEffect, Disagreement
 from reasoning.consensus import Vote
 from reasoning.consensus.asking import CHECK_RATE, AskPolicy, TeamView
 
-__all__ = ["CHECK_RATE", "TeamPick", "TeamQuestion", "team_question"]
+__all__ = ["CHECK_RATE", "TeamPick", "TeamQuestion", "check_draw", "team_question"]
 
 Pair = tuple[Hashable, Hashable]
 POLICY = AskPolicy()
@@ -56,19 +58,39 @@ class TeamQuestion(NamedTuple):
     answered: set[tuple[int, int]]
 
 
+def _pool_lines(work: ProjectWork) -> tuple[dict[int, int], dict[int, int]]:
+    """Per concept id, the pool pairs out of it and into it: bitsets over the closure's
+    concept indices (the ordinals of the stored closure effects)."""
+    closure = work.state.closure
+    out: dict[int, int] = {}
+    into: dict[int, int] = {}
+    for a, b in work.state.pool.row_of:
+        out[a] = out.get(a, 0) | 1 << closure.index(b)
+        into[b] = into.get(b, 0) | 1 << closure.index(a)
+    return out, into
+
+
 def _stake(work: ProjectWork) -> dict[Pair, int]:
-    """Per asserted pair, the pool pairs at stake: the pairs its label decided (its stored
-    closure effect) times the pool's share of all ordered pairs, the expected number of pool
-    pairs among them (the simulation counts the pool pairs an answer decided)."""
+    """Per asserted pair, the pool pairs at stake: the pool pairs its label decided (those in
+    the lines of its stored closure effect), at least 1, as the simulation counts them."""
     state = work.state
-    n = len(state.closure.concepts)
-    share = len(state.pool.row_of) / (n * (n - 1)) if n > 1 else 0.0
-    counts = dict(work.session.execute(
-        select(ClosureEffect.label_id, func.sum(ClosureEffect.count))
-        .where(ClosureEffect.project_id == state.project_id)
-        .group_by(ClosureEffect.label_id)).all())
-    return {pair: max(1, round(int(counts.get(live.id) or 1) * share))
-            for pair, live in state.labels.items()}
+    out, into = _pool_lines(work)
+    counts: dict[int, int] = {}
+    for label_id, by_row, line, bits in work.session.execute(
+            select(ClosureEffect.label_id, ClosureEffect.by_row, ClosureEffect.line_id,
+                   ClosureEffect.bits).where(ClosureEffect.project_id == state.project_id)):
+        mask = (out if by_row else into).get(line, 0)
+        if mask:
+            counts[label_id] = counts.get(label_id, 0) + (decode(bits) & mask).bit_count()
+    return {pair: max(1, counts.get(live.id, 0)) for pair, live in state.labels.items()}
+
+
+def check_draw(project_id: int, annotator: str | None, label_events: int) -> float:
+    """The uniform number in [0, 1) that decides whether ``annotator``'s next question is a
+    check question (:meth:`AskPolicy.choose`): fixed by the project, the annotator and the
+    labels so far, so that asking again gives the same question (a test replaying a
+    simulated team puts the simulation's draws here)."""
+    return random.Random(f"{project_id}:{annotator}:{label_events}").random()
 
 
 def team_question(work: ProjectWork, annotator: str | None, proba: np.ndarray | None
@@ -93,7 +115,7 @@ def team_question(work: ProjectWork, annotator: str | None, proba: np.ndarray | 
                      closure=state.closure,
                      contested={pair: answers.get(pair, []) for pair in disputed})
     view = TeamView(result, answers, pool, model, _stake(work))
-    draw = random.Random(f"{state.project_id}:{annotator}:{state.label_events}").random()
+    draw = check_draw(state.project_id, annotator, state.label_events)
     mine = {(r.a_id, r.b_id) for r in rows if r.annotator == annotator and not r.reviewer}
     choice = POLICY.choose(view, annotator, draw=draw)
     if choice is None:
