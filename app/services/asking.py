@@ -11,7 +11,8 @@ annotator already answered (anonymous answers count as one annotator).
 :func:`team_question` builds the policy's view from the service's state: the accuracies and
 dispute of the last full consensus event (:func:`app.services.team.last_fit`),
 the labels and closure as asserted now (answers on the fast path since then included), the
-open disagreements as the pairs in dispute, the model's probabilities and, as the stake of a
+open disagreements as the pairs in dispute, the model's probability of each answered pair when
+``next`` served it as new (:func:`remember_asked`) and, as the stake of a
 label, the pool pairs its stored closure effect decided (as the simulation counts them).
 Which pair was served to whom as a check is kept (:class:`models.CheckQuestion`) so that the
 answer is marked.
@@ -34,7 +35,8 @@ from models import ClosureEffect, Disagreement
 from reasoning.consensus import Vote
 from reasoning.consensus.asking import CHECK_RATE, AskPolicy, TeamView
 
-__all__ = ["CHECK_RATE", "TeamPick", "TeamQuestion", "check_draw", "team_question"]
+__all__ = ["CHECK_RATE", "TeamPick", "TeamQuestion", "check_draw", "remember_asked",
+           "team_question"]
 
 Pair = tuple[Hashable, Hashable]
 POLICY = AskPolicy()
@@ -93,11 +95,26 @@ def check_draw(project_id: int, annotator: str | None, label_events: int) -> flo
     return random.Random(f"{project_id}:{annotator}:{label_events}").random()
 
 
+def remember_asked(work: ProjectWork, rows: np.ndarray, proba: np.ndarray | None) -> None:
+    """Keep the model's P(positive) of the pool ``rows`` served as new pairs now, before any
+    answer on them: the model term of their P(wrong) once answered (the simulation keeps the
+    probability of the model that chose the pair; the model of the moment was trained on the
+    answer and only echoes it)."""
+    if proba is None:
+        return
+    state = work.state
+    asked = state.team.asked
+    for row in rows.tolist():
+        a, b = state.pool.concepts[row].tolist()
+        asked[(a, b)] = float(proba[row])
+
+
 def team_question(work: ProjectWork, annotator: str | None, proba: np.ndarray | None
                   ) -> TeamQuestion:
     """The team's question for ``annotator`` (a disagreement link, a second opinion or a
     check; None: the strategy's new pair), and the pairs ``annotator`` answered (never asked
-    again). ``proba``: the model's P(positive) per pool row."""
+    again). ``proba``: the model's P(positive) per pool row, now (unused: the model term of
+    P(wrong) is the probability a pair had when served new, :func:`remember_asked`)."""
     state = work.state
     rows = live_answers(work.session, state.project_id)
     answers: dict[Pair, list[Vote]] = {}
@@ -108,9 +125,8 @@ def team_question(work: ProjectWork, annotator: str | None, proba: np.ndarray | 
             Disagreement.project_id == state.project_id, Disagreement.closed_at.is_(None))
         .order_by(Disagreement.id))]
     pool = state.pool.row_of
-    model: dict[Pair, float] = {}
-    if proba is not None:
-        model = {pair: float(proba[row]) for pair, row in pool.items() if pair in answers}
+    asked = state.team.asked
+    model: dict[Pair, float] = {pair: asked[pair] for pair in answers if pair in asked}
     result = replace(last_fit(state, rows), labels=dict(state.closure.asserted),
                      closure=state.closure,
                      contested={pair: answers.get(pair, []) for pair in disputed})
