@@ -13,22 +13,26 @@ dispute of the last full consensus event (:func:`app.services.team.last_fit`), o
 answers that count (an excluded annotator's left out, and an excluded annotator gets no team
 question), the pairs a lead re-asked (:func:`app.services.team.reasked_pairs`),
 the labels and closure as asserted now (answers on the fast path since then included), the
-open disagreements as the pairs in dispute, the model's probabilities and, as the stake of a
-label, the pairs its stored closure effect decided. Which pair was served to whom as a check
-is kept (:class:`models.CheckQuestion`) so that the answer is marked.
+open disagreements as the pairs in dispute, the model's probability of each answered pair when
+``next`` served it as new (:func:`remember_asked`) and, as the stake of a
+label, the pool pairs its stored closure effect decided (as the simulation counts them).
+Which pair was served to whom as a check is kept (:class:`models.CheckQuestion`) so that the
+answer is marked.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple, cast
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import select
 
+from app.services.bitsets import decode
 from app.services.team import (
+    LiveAnswer,
     counting,
     excluded_annotators,
     last_fit,
@@ -36,12 +40,13 @@ from app.services.team import (
     reasked_pairs,
     votes,
 )
-from app.services.unit import ProjectWork
+from app.services.unit import ProjectView, ProjectWork
 from models import ClosureEffect, Disagreement
 from reasoning.consensus import Vote
 from reasoning.consensus.asking import CHECK_RATE, AskPolicy, TeamView
 
-__all__ = ["CHECK_RATE", "TeamPick", "TeamQuestion", "team_question"]
+__all__ = ["CHECK_RATE", "TeamPick", "TeamQuestion", "check_draw", "remember_asked",
+           "team_question", "team_view"]
 
 Pair = tuple[Hashable, Hashable]
 POLICY = AskPolicy()
@@ -65,33 +70,61 @@ class TeamQuestion(NamedTuple):
     answered: set[tuple[int, int]]
 
 
-def _stake(work: ProjectWork) -> dict[Pair, int]:
-    """Per asserted pair, the pool pairs at stake: the pairs its label decided (its stored
-    closure effect) times the pool's share of all ordered pairs, the expected number of pool
-    pairs among them (the simulation counts the pool pairs an answer decided)."""
-    state = work.state
-    n = len(state.closure.concepts)
-    share = len(state.pool.row_of) / (n * (n - 1)) if n > 1 else 0.0
-    counts = dict(work.session.execute(
-        select(ClosureEffect.label_id, func.sum(ClosureEffect.count))
-        .where(ClosureEffect.project_id == state.project_id)
-        .group_by(ClosureEffect.label_id)).all())
-    return {pair: max(1, round(int(counts.get(live.id) or 1) * share))
-            for pair, live in state.labels.items()}
+def _pool_lines(work: ProjectView) -> tuple[dict[int, int], dict[int, int]]:
+    """Per concept id, the pool pairs out of it and into it: bitsets over the closure's
+    concept indices (the ordinals of the stored closure effects)."""
+    closure = work.state.closure
+    out: dict[int, int] = {}
+    into: dict[int, int] = {}
+    for a, b in work.state.pool.row_of:
+        out[a] = out.get(a, 0) | 1 << closure.index(b)
+        into[b] = into.get(b, 0) | 1 << closure.index(a)
+    return out, into
 
 
-def team_question(work: ProjectWork, annotator: str | None, proba: np.ndarray | None
-                  ) -> TeamQuestion:
-    """The team's question for ``annotator`` (a disagreement link, a second opinion or a
-    check; None: the strategy's new pair), and the pairs ``annotator`` answered (never asked
-    again). ``proba``: the model's P(positive) per pool row."""
+def _stake(work: ProjectView) -> dict[Pair, int]:
+    """Per asserted pair, the pool pairs at stake: the pool pairs its label decided (those in
+    the lines of its stored closure effect), at least 1, as the simulation counts them."""
     state = work.state
-    live = live_answers(work.session, state.project_id)
-    excluded = excluded_annotators(work.session, state.project_id)
-    mine = {(r.a_id, r.b_id) for r in live if r.annotator == annotator and not r.reviewer}
-    if annotator is not None and annotator in excluded:
-        return TeamQuestion(None, mine)  # their answers do not count: no team question
-    rows = counting(live, excluded)
+    out, into = _pool_lines(work)
+    counts: dict[int, int] = {}
+    for label_id, by_row, line, bits in work.session.execute(
+            select(ClosureEffect.label_id, ClosureEffect.by_row, ClosureEffect.line_id,
+                   ClosureEffect.bits).where(ClosureEffect.project_id == state.project_id)):
+        mask = (out if by_row else into).get(line, 0)
+        if mask:
+            counts[label_id] = counts.get(label_id, 0) + (decode(bits) & mask).bit_count()
+    return {pair: max(1, counts.get(live.id, 0)) for pair, live in state.labels.items()}
+
+
+def check_draw(project_id: int, annotator: str | None, label_events: int) -> float:
+    """The uniform number in [0, 1) that decides whether ``annotator``'s next question is a
+    check question (:meth:`AskPolicy.choose`): fixed by the project, the annotator and the
+    labels so far, so that asking again gives the same question (a test replaying a
+    simulated team puts the simulation's draws here)."""
+    return random.Random(f"{project_id}:{annotator}:{label_events}").random()
+
+
+def remember_asked(work: ProjectWork, rows: np.ndarray, proba: np.ndarray | None) -> None:
+    """Keep the model's P(positive) of the pool ``rows`` served as new pairs now, before any
+    answer on them: the model term of their P(wrong) once answered (the simulation keeps the
+    probability of the model that chose the pair; the model of the moment was trained on the
+    answer and only echoes it)."""
+    if proba is None:
+        return
+    state = work.state
+    asked = state.team.asked
+    for row in rows.tolist():
+        a, b = state.pool.concepts[row].tolist()
+        asked[(a, b)] = float(proba[row])
+
+
+def team_view(work: ProjectView, rows: Sequence[LiveAnswer]) -> TeamView:
+    """The policy's view of the team from the answers that count (``rows``): the accuracies
+    of the last full consensus event with the labels and closure as asserted now, the open
+    disagreements, the model's probability of each answered pair when it was served new, the
+    stakes and the re-asked pairs (module docstring)."""
+    state = work.state
     answers: dict[Pair, list[Vote]] = {}
     for ans in votes(rows):
         answers.setdefault((ans.a, ans.b), []).append(ans)
@@ -99,16 +132,29 @@ def team_question(work: ProjectWork, annotator: str | None, proba: np.ndarray | 
         select(Disagreement.a_id, Disagreement.b_id).where(
             Disagreement.project_id == state.project_id, Disagreement.closed_at.is_(None))
         .order_by(Disagreement.id))]
-    pool = state.pool.row_of
-    model: dict[Pair, float] = {}
-    if proba is not None:
-        model = {pair: float(proba[row]) for pair, row in pool.items() if pair in answers}
+    asked = state.team.asked
+    model: dict[Pair, float] = {pair: asked[pair] for pair in answers if pair in asked}
     result = replace(last_fit(state, rows), labels=dict(state.closure.asserted),
                      closure=state.closure,
                      contested={pair: answers.get(pair, []) for pair in disputed})
-    view = TeamView(result, answers, pool, model, _stake(work),
+    return TeamView(result, answers, state.pool.row_of, model, _stake(work),
                     reask=reasked_pairs(work.session, state.project_id, rows))
-    draw = random.Random(f"{state.project_id}:{annotator}:{state.label_events}").random()
+
+
+def team_question(work: ProjectWork, annotator: str | None, proba: np.ndarray | None
+                  ) -> TeamQuestion:
+    """The team's question for ``annotator`` (a disagreement link, a second opinion or a
+    check; None: the strategy's new pair), and the pairs ``annotator`` answered (never asked
+    again). ``proba``: the model's P(positive) per pool row, now (unused: the model term of
+    P(wrong) is the probability a pair had when served new, :func:`remember_asked`)."""
+    state = work.state
+    live = live_answers(work.session, state.project_id)
+    excluded = excluded_annotators(work.session, state.project_id)
+    mine = {(r.a_id, r.b_id) for r in live if r.annotator == annotator and not r.reviewer}
+    if annotator is not None and annotator in excluded:
+        return TeamQuestion(None, mine)  # their answers do not count: no team question
+    view = team_view(work, counting(live, excluded))
+    draw = check_draw(state.project_id, annotator, state.label_events)
     choice = POLICY.choose(view, annotator, draw=draw)
     if choice is None:
         return TeamQuestion(None, mine)

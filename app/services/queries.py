@@ -30,7 +30,7 @@ from app.schemas import (
     SuggestionItem,
     label_value,
 )
-from app.services.asking import TeamPick
+from app.services.asking import TeamPick, remember_asked
 from app.services.labels.policy import policy_of
 from app.services.training import TrainedModel, prediction_key, strategy_key
 from app.services.unit import ProjectView, ProjectWork
@@ -146,6 +146,7 @@ def next_queries(work: ProjectWork, strategy: Strategy, k: int, annotator: str |
                              X=state.pool.X, candidates=candidates,
                              model=None, outputs=outputs, k=wanted,
                              random_state=state.label_events)
+        remember_asked(work, chosen.rows, outputs.proba if outputs is not None else None)
         return _Choice(chosen, team_ids + [int(state.pool.ids[r]) for r in chosen.rows.tolist()],
                        int(undecided.sum()), model, team)
 

@@ -157,11 +157,15 @@ class TeamCache:
     full-path event, whose reliabilities ``next`` weighs answers by until the next one; it is
     set only once that event committed (:meth:`app.services.unit.ProjectWork.stage_team`).
     ``agreement``: the agreement view with the fingerprint of the answers it was computed from.
-    Both go with the state: :meth:`ProjectState.invalidate` and the registry's drop forget them.
+    ``asked``: per pool pair that ``next`` served as a new pair, the model's P(positive) then,
+    before any answer on it (the model term of P(wrong): a model trained on the answer only
+    echoes it; :mod:`app.services.asking`). All go with the state:
+    :meth:`ProjectState.invalidate` and the registry's drop forget them.
     """
 
     fit: Any = None
     agreement: tuple[tuple[int, ...], Any] | None = None
+    asked: dict[tuple[int, int], float] = field(default_factory=dict)
 
 
 class ProjectState:

@@ -11,7 +11,6 @@ touch these rows, through these functions.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -19,6 +18,7 @@ from typing import Any, cast
 from sqlalchemy import Table, and_, bindparam, delete, or_, select
 from sqlalchemy.orm import Session
 
+from app.services.bitsets import decode, encode
 from app.services.state import ProjectState
 from models import AssertedLabel, ClosureEffect, Reservation
 from reasoning.closure import Closure, Label, Update
@@ -28,16 +28,6 @@ __all__ = ["Encoded", "cause_in_store", "causes_in", "decode", "encode", "encode
            "Rewrite", "set_causes", "write_effects", "write_encoded"]
 
 _labels = cast(Table, AssertedLabel.__table__)
-
-
-def encode(bits: int) -> bytes:
-    """A bitset as stored: little-endian bytes, zlib-compressed (runs and gaps shrink)."""
-    return zlib.compress(bits.to_bytes(max(1, (bits.bit_length() + 7) // 8), "little"), 1)
-
-
-def decode(blob: bytes) -> int:
-    """The bitset of :func:`encode`."""
-    return int.from_bytes(zlib.decompress(blob), "little")
 
 
 Encoded = tuple[bool, bool, Any, bytes, int]
