@@ -157,11 +157,16 @@ class TeamCache:
     full-path event, whose reliabilities ``next`` weighs answers by until the next one; it is
     set only once that event committed (:meth:`app.services.unit.ProjectWork.stage_team`).
     ``agreement``: the agreement view with the fingerprint of the answers it was computed from.
+    ``quality`` and ``predicted``: the wrong pairs expected among the decided pool pairs (with
+    the answers' fingerprint) and among the predicted ones (with the model's outputs and the
+    training key) (:mod:`app.services.quality`).
     Both go with the state: :meth:`ProjectState.invalidate` and the registry's drop forget them.
     """
 
     fit: Any = None
     agreement: tuple[tuple[int, ...], Any] | None = None
+    quality: tuple[tuple[int, ...], Any] | None = None
+    predicted: tuple[Any, Any] | None = None
 
 
 class ProjectState:
