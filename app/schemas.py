@@ -900,8 +900,9 @@ class QualityRead(BaseModel):
     decided_wrong: WrongPairs = Field(
         description="Among the decided pool pairs, from each label's confidence.")
     predicted_wrong: WrongPairs | None = Field(
-        description="Among the undecided pool pairs, were each taken at the prediction "
-                    "model's side, from its calibrated probabilities; null before a model.")
+        description="Among the undecided pool pairs, were the map `predictions` completes "
+                    "taken, from the prediction model's calibrated probabilities; null "
+                    "before a model.")
     decided: int = Field(description="Pool pairs the labels decide.")
     undecided: int = Field(description="Pool pairs they leave undecided.")
     model: ModelInfo | None = Field(description="The prediction model used, if any.")

@@ -10,16 +10,17 @@ pair it carries wrong at once. The count of wrong decided pairs is then ``Σ X_�
 labels ``ℓ``, ``X_ℓ ~ Bernoulli(1 - c_ℓ)`` and ``s_ℓ`` the pool pairs it carries; its
 distribution is computed exactly (a convolution per label, truncated far in the tail).
 
-**Predicted pairs.** An undecided pool pair taken at the model's prediction (positive when
-``p ≥ 0.5``) is wrong with probability ``min(p, 1 - p)`` if the model's probabilities are
-calibrated, independently: a Poisson-binomial count, computed on probabilities binned to
-:data:`BIN` (the estimate itself is the exact sum).
+**Predicted pairs.** An undecided pool pair taken at a label (the predicted map's; by default
+positive when ``p ≥ 0.5``) is wrong with probability ``1 - p`` or ``p`` if the model's
+probabilities are calibrated, independently: a Poisson-binomial count, computed on
+probabilities binned to :data:`BIN` (the estimate itself is the exact sum).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -103,8 +104,11 @@ def weighted_wrong(p_wrong: Sequence[float] | np.ndarray, carried: Sequence[int]
     return _interval(pmf, mean, level)
 
 
-def predicted_wrong(proba: Sequence[float] | np.ndarray, level: float = LEVEL) -> WrongCount:
-    """The wrong pairs among pairs taken at their predicted side (module docstring).
+def predicted_wrong(proba: Sequence[float] | np.ndarray,
+                    labels: Sequence[bool] | np.ndarray | None = None,
+                    level: float = LEVEL) -> WrongCount:
+    """The wrong pairs among pairs taken at ``labels`` (default: the side of 0.5 of each
+    pair's ``proba``, its calibrated probability of positive; module docstring).
 
     Examples
     --------
@@ -114,8 +118,9 @@ def predicted_wrong(proba: Sequence[float] | np.ndarray, level: float = LEVEL) -
     WrongCount(estimate=0.0, low=0, high=0)
     """
     p = np.asarray(proba, dtype=float)
-    p = p[~np.isnan(p)]
-    q = np.minimum(p, 1.0 - p)
+    side = p >= 0.5 if labels is None else np.asarray(labels, dtype=bool)
+    known = ~np.isnan(p)
+    q = np.where(side, 1.0 - p, p)[known]
     mean = float(q.sum())
     if not len(q) or mean <= 0.0:
         return WrongCount(mean, 0, 0)
@@ -135,8 +140,8 @@ def predicted_wrong(proba: Sequence[float] | np.ndarray, level: float = LEVEL) -
     return _interval(pmf, mean, level)
 
 
-def decided_wrong(closure: Closure, confidence: Mapping[tuple[Hashable, Hashable], float],
-                  pool: Sequence[tuple[Hashable, Hashable]], values: np.ndarray,
+def decided_wrong(closure: Closure, confidence: Mapping[Any, float],
+                  pool: Sequence[tuple[Any, Any]], values: np.ndarray,
                   level: float = LEVEL) -> WrongCount:
     """The wrong pairs expected among the decided pairs of ``pool`` (module docstring).
 
