@@ -21,7 +21,7 @@ def get_quality(view: ReadProject, fresh: Fresh = False) -> QualityRead:
     """The expected number of wrong pool pairs among the decided ones (from each label's
     confidence: one wrong label makes every pair it carries wrong) and among the undecided
     ones were the map `predictions` completes taken (from the prediction model's calibrated
-    probabilities), each with a 90% interval; counted over the pool's ordered pairs. `fresh=true` waits for
-    a prediction model trained on the current labels.
+    probabilities), each with a 90% interval; counted over the pool's ordered pairs.
+    `fresh=true` waits for a prediction model trained on the current labels.
     """
     return quality(view, fresh=fresh)
