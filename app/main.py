@@ -35,6 +35,7 @@ from app.routes import (
     pairs,
     people,
     projects,
+    quality,
     queries,
 )
 from app.routes.docs import install_docs
@@ -126,7 +127,7 @@ def _tune_collector() -> None:
 
 def _include_routers(app: FastAPI) -> None:
     for module in (meta, projects, concepts, pairs, corpus, labels, queries, export,
-                   importing, jobs, answers, agreement, disagreements, people):
+                   importing, jobs, answers, agreement, disagreements, people, quality):
         for name in ("admin_router", "router"):
             router = getattr(module, name, None)
             if router is not None:

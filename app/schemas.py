@@ -978,3 +978,28 @@ class AnnotatorReasked(BaseModel):
 
 
 __all__ += ["AnnotatorExcluded", "AnnotatorReasked"]
+
+
+class WrongPairs(BaseModel):
+    """An expected count of wrong pool pairs and its 90% interval."""
+
+    estimate: float = Field(description="The expected number of wrong pairs.")
+    low: int = Field(description="The interval's lower end (5% quantile).")
+    high: int = Field(description="The interval's upper end (95% quantile).")
+
+
+class QualityRead(BaseModel):
+    """How many pool pairs of the map are likely wrong (``docs/teams.md#quality``)."""
+
+    decided_wrong: WrongPairs = Field(
+        description="Among the decided pool pairs, from each label's confidence.")
+    predicted_wrong: WrongPairs | None = Field(
+        description="Among the undecided pool pairs, were the map `predictions` completes "
+                    "taken, from the prediction model's calibrated probabilities; null "
+                    "before a model.")
+    decided: int = Field(description="Pool pairs the labels decide.")
+    undecided: int = Field(description="Pool pairs they leave undecided.")
+    model: ModelInfo | None = Field(description="The prediction model used, if any.")
+
+
+__all__ += ["QualityRead", "WrongPairs"]

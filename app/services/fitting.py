@@ -15,11 +15,14 @@ The trainer thread fits the fast strategy models with the same functions (:func:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from sklearn.ensemble import RandomForestClassifier
+from sklearn.isotonic import IsotonicRegression
+from sklearn.model_selection import cross_val_predict
 
 from app.services.workers import exit_now, watch_parent
 from reasoning.classifiers import FOREST_TREES, make_probabilistic, positive_proba
@@ -45,24 +48,55 @@ __all__ = [
     "worker_start",
 ]
 
+CALIBRATION_FOLDS = 3  # held-out folds of a logistic regression's calibration
+
 RANDOM_STATE = 0  # models are deterministic given the labels: answers repeat across processes
 
 
+def _calibrated(model: Any, held_out: np.ndarray, y: np.ndarray) -> Any:
+    """``model`` with ``calibrator_``: an isotonic map from its probabilities to how often
+    they come true, fitted on probabilities of rows the model did not train on (a quality
+    estimate, ``GET quality``, needs them to mean what they say)."""
+    keep = ~np.isnan(held_out)
+    model.calibrator_ = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(
+        held_out[keep], np.asarray(y, dtype=float)[keep]) if keep.any() else None
+    return model
+
+
 def _fit_logistic_regression(X, y, random_state, estimator):
-    return make_probabilistic(random_state).fit(X, y)
+    model = make_probabilistic(random_state).fit(X, y)
+    folds = min(CALIBRATION_FOLDS, int(np.bincount(np.asarray(y, dtype=int)).min()))
+    if folds < 2:
+        return _calibrated(model, np.full(len(y), np.nan), y)
+    held_out = cross_val_predict(make_probabilistic(random_state), X, y, cv=folds,
+                                 method="predict_proba")[:, 1]
+    return _calibrated(model, held_out, y)
 
 
 def _fit_random_forest(X, y, random_state, estimator):
     forest = RandomForestClassifier(n_estimators=FOREST_TREES, random_state=random_state,
-                                    n_jobs=1)
-    return forest.fit(X, y)
+                                    n_jobs=1, oob_score=True)
+    with warnings.catch_warnings():  # a row no tree left out has no out-of-bag vote: NaN
+        warnings.simplefilter("ignore", UserWarning)
+        forest.fit(X, y)
+    return _calibrated(forest, forest.oob_decision_function_[:, 1], y)
+
+
+def _calibrated_outputs(model, X) -> ModelOutputs:
+    """``p(positive)`` of every row and, when the model has a calibrator, its calibrated
+    probability."""
+    outputs = proba_outputs(model, X)
+    calibrator = getattr(model, "calibrator_", None)
+    if calibrator is None or outputs.proba is None or not len(X):
+        return outputs
+    return replace(outputs, calibrated=calibrator.predict(outputs.proba))
 
 
 PREDICTION_MODELS: tuple[ModelFamily, ...] = (
-    ModelFamily("random_forest", "random_forest", _fit_random_forest, proba_outputs,
+    ModelFamily("random_forest", "random_forest", _fit_random_forest, _calibrated_outputs,
                 trains_in_worker=True),
     ModelFamily("logistic_regression", "logistic_regression", _fit_logistic_regression,
-                proba_outputs, trains_in_worker=True),
+                _calibrated_outputs, trains_in_worker=True),
 )
 """The models a project may predict its map with (``prediction_model``), as model families:
 on the features alone, trained in the worker process."""

@@ -11,9 +11,18 @@ import numpy as np
 from app.schemas import ModelInfo, PredictionItem, PredictionPage, label_value
 from app.services.training import prediction_key
 from app.services.unit import ProjectView
-from reasoning.consistent import SOURCES, consistent_map
+from reasoning.consistent import SOURCES, ConsistentMap, consistent_map
 
-__all__ = ["consistent_page"]
+__all__ = ["completed_map", "consistent_page"]
+
+
+def completed_map(view: ProjectView, proba: np.ndarray) -> ConsistentMap:
+    """The pool completed into a strict order from the prediction model's ``proba``: once
+    per model and decided set, not per request (or page), kept with the model."""
+    state = view.state
+    return view.trainer.completed_map(
+        state, prediction_key(view.project.prediction_model), proba,
+        lambda: consistent_map(state.closure, state.pool_index(), proba))
 
 
 def consistent_page(view: ProjectView, proba: np.ndarray, info: ModelInfo | None, *,
@@ -26,10 +35,7 @@ def consistent_page(view: ProjectView, proba: np.ndarray, info: ModelInfo | None
     or forced where consistency overrode the pair's own prediction).
     """
     state = view.state
-    # once per model and decided set, not per request (or page): kept with the model
-    completed = view.trainer.completed_map(
-        state, prediction_key(view.project.prediction_model), proba,
-        lambda: consistent_map(state.closure, state.pool_index(), proba))
+    completed = completed_map(view, proba)
     keep = np.ones(len(proba), dtype=bool)
     if min_probability is not None:
         keep = completed.probability >= min_probability

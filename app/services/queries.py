@@ -35,10 +35,11 @@ from app.services.labels.policy import policy_of
 from app.services.training import TrainedModel, prediction_key, strategy_key
 from app.services.unit import ProjectView, ProjectWork
 from models import CheckQuestion, Concept, PoolPair, Reservation, Suggestion, utcnow
-from reasoning.strategies import Scores, Strategy, get_strategy
+from reasoning.strategies import ModelOutputs, Scores, Strategy, get_strategy
 from reasoning.strategies import select as select_rows
 
-__all__ = ["list_suggestions", "next_queries", "parse", "predictions", "prediction_of"]
+__all__ = ["list_suggestions", "next_queries", "parse", "prediction_of", "prediction_outputs",
+           "predictions"]
 
 
 def parse(text: str) -> Strategy:
@@ -221,13 +222,19 @@ def _queries(view: ProjectView, choice: _Choice) -> list[Query]:
     return queries
 
 
+def prediction_outputs(view: ProjectView, *, fresh: bool = False
+                       ) -> tuple[ModelOutputs | None, ModelInfo | None]:
+    """The prediction model's outputs on every pool pair (None: no model yet)."""
+    model = view.model(prediction_key(view.project.prediction_model), fresh=fresh)
+    outputs = view.trainer.pool_outputs(view.state, model) if model is not None else None
+    return outputs, _model_info(view, model)
+
+
 def prediction_of(view: ProjectView, *, fresh: bool = False
                   ) -> tuple[np.ndarray | None, ModelInfo | None]:
     """The prediction model's ``p(positive)`` of every pool pair (None: no model yet)."""
-    model = view.model(prediction_key(view.project.prediction_model), fresh=fresh)
-    outputs = view.trainer.pool_outputs(view.state, model) if model is not None else None
-    proba = outputs.proba if outputs is not None else None
-    return proba, _model_info(view, model)
+    outputs, info = prediction_outputs(view, fresh=fresh)
+    return (outputs.proba if outputs is not None else None), info
 
 
 def predictions(view: ProjectView, *, limit: int, offset: int, min_probability: float | None,

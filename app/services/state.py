@@ -159,13 +159,18 @@ class TeamCache:
     ``agreement``: the agreement view with the fingerprint of the answers it was computed from.
     ``asked``: per pool pair that ``next`` served as a new pair, the model's P(positive) then,
     before any answer on it (the model term of P(wrong): a model trained on the answer only
-    echoes it; :mod:`app.services.asking`). All go with the state:
-    :meth:`ProjectState.invalidate` and the registry's drop forget them.
+    echoes it; :mod:`app.services.asking`). ``quality`` and ``predicted``: the wrong pairs
+    expected among the decided pool pairs (with the answers' fingerprint) and among the
+    predicted ones (with the model's outputs and the training key)
+    (:mod:`app.services.quality`). All go with the state: :meth:`ProjectState.invalidate` and
+    the registry's drop forget them.
     """
 
     fit: Any = None
     agreement: tuple[tuple[int, ...], Any] | None = None
     asked: dict[tuple[int, int], float] = field(default_factory=dict)
+    quality: tuple[tuple[int, ...], Any] | None = None
+    predicted: tuple[Any, Any] | None = None
 
 
 class ProjectState:

@@ -125,8 +125,11 @@ class TrainedModel:
         old, have, want = self.outputs, len(self.outputs), len(pool)
         if self.estimator is None:
             assert old.proba is not None
-            outputs = ModelOutputs(proba=np.concatenate([old.proba,
-                                                         np.full(want - have, np.nan)]))
+            unknown = np.full(want - have, np.nan)
+            outputs = ModelOutputs(
+                proba=np.concatenate([old.proba, unknown]),
+                calibrated=None if old.calibrated is None
+                else np.concatenate([old.calibrated, unknown]))
         else:
             extra = _outputs(self.key, self.estimator, pool.X[have:want])
             outputs = ModelOutputs(

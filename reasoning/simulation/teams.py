@@ -55,13 +55,15 @@ _SALT = 6151
 @dataclass
 class TeamRun:
     """What one team run gives: per answer the decided and the wrong pool pairs, the
-    questions by reason, and the final errors."""
+    questions by reason, and the final errors; under ``consensus``, every answer in order
+    (``votes``: a checkpoint's consensus is that of a prefix)."""
 
     pool: int
     decided: list[int] = field(default_factory=list)
     wrong: list[int] = field(default_factory=list)
     reasons: dict[str, int] = field(default_factory=dict)
     positive_f1: float = 0.0
+    votes: list[Vote] = field(default_factory=list)
 
     @property
     def answers(self) -> int:
@@ -263,6 +265,7 @@ class _Consensus:
     def run_all(self) -> None:
         while (found := self.choose()) is not None:
             self.ask(*found)
+        self.run.out.votes = self.answers
 
 
 def run_team(pairs, X, truth, n: int, team: Team, policy: str, *,

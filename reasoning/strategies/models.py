@@ -73,11 +73,14 @@ class ModelOutputs:
     """What a fitted model says about every pool row, computed once per model.
 
     ``proba`` is ``p(positive)`` per row (``lc`` and ``forest`` families), ``votes`` each
-    committee member's vote for positive, shape ``(members, m)`` (``qbc`` family).
+    committee member's vote for positive, shape ``(members, m)`` (``qbc`` family);
+    ``calibrated`` the prediction models' ``proba`` mapped to how often it came true on rows
+    held out of training.
     """
 
     proba: np.ndarray | None = None
     votes: np.ndarray | None = None
+    calibrated: np.ndarray | None = None
 
     def __len__(self) -> int:
         if self.proba is not None:

@@ -150,6 +150,9 @@ def _lead_screens(page: Any, screenshots: Path) -> None:
     assert "Theorem" not in progress and "asserted" not in progress
     _expect(page.locator("#bounds-line")).to_be_visible()
     _expect(page.locator("#bounds")).to_contain_text("between")
+    # how right the map is: the wrong pairs expected among the decided ones, with an interval
+    _expect(page.locator("#quality-decided")).to_contain_text(" of ")
+    _expect(page.locator("#quality-decided")).to_contain_text("–")
     page.screenshot(path=screenshots / "team-progress.png", full_page=True)
     page.click(".tab[data-view=review]")
     _expect(page.locator("#view-review")).to_be_visible()
@@ -220,6 +223,7 @@ def _annotators_views(page: Any, a: str, b: str) -> None:
     page.click(".tab[data-view=progress]")
     _expect(page.locator("#progress-updated")).to_contain_text("updated")
     _expect(page.locator("#decided-text")).to_contain_text(" of 6")
+    _expect(page.locator("#quality-decided")).to_contain_text("about")
     _expect(page.locator("#annotators-refused")).to_contain_text("the lead's view")
     _expect(page.locator("#agreement-summary")).to_contain_text("the lead's view")
     assert "failed" not in page.inner_text("#progress-updated")

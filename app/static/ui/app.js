@@ -407,11 +407,20 @@ async function refreshProgress() {
     $("inferred").textContent = `${c.inferred_positive} / ${c.inferred_negative}`;
     $("bounds").textContent = `between ${project.query_bounds.lower} and ${project.query_bounds.upper}`;
     $("n-concepts").textContent = c.concepts;
-    await refreshPeople();
+    await Promise.all([refreshQuality(), refreshPeople()]);
     $("progress-updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (error) {
     $("progress-updated").textContent = `update failed: ${error.message}`;
   }
+}
+
+// How right the map is: the wrong pairs expected among the decided and the predicted rest.
+async function refreshQuality() {
+  const q = await api("GET", "/quality");
+  const count = (x, of) => `about ${x.estimate.toFixed(1)} of ${of} (${x.low}–${x.high})`;
+  $("quality-decided").textContent = count(q.decided_wrong, q.decided);
+  $("quality-predicted").textContent = q.predicted_wrong
+    ? count(q.predicted_wrong, q.undecided) : "no model yet";
 }
 
 async function refreshPeople() {
