@@ -992,7 +992,8 @@ class QualityRead(BaseModel):
     """How many pool pairs of the map are likely wrong (``docs/teams.md#quality``)."""
 
     decided_wrong: WrongPairs = Field(
-        description="Among the decided pool pairs, from each label's confidence.")
+        description="Among the decided pool pairs, from each label's probability of being "
+                    "wrong (one wrong label makes every pair it carries wrong).")
     predicted_wrong: WrongPairs | None = Field(
         description="Among the undecided pool pairs, were the map `predictions` completes "
                     "taken, from the prediction model's calibrated probabilities; null "

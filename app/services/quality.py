@@ -2,12 +2,13 @@
 
 Counted over the pool's ordered pairs, as :mod:`reasoning.quality` explains:
 
-* ``decided_wrong``: among the decided pool pairs, from each asserted label's confidence: the
-  posterior of its value given the live answers on its pair (the consensus of every live
-  answer, in both policies: in ``strict`` too, where a pair one person answered is as right
-  as that person's estimated accuracy, or the prior accuracy while nothing estimates it), 1.0
-  for a label without a live answer (imported before answers were kept), as
-  ``docs/teams.md`` defines a label's confidence;
+* ``decided_wrong``: among the decided pool pairs, from each asserted label's probability of
+  being wrong as the team's question choice reads it (:func:`label_p_wrong`, the second
+  opinions' P(wrong): the accuracies of the annotators behind it and the model's probability
+  of its pair before anyone answered), in both policies: in ``strict`` too, where a pair one
+  person answered is as right as that person's estimated accuracy (the prior's while nothing
+  estimates it) and the model said; a label without a live answer (imported before answers
+  were kept) counts as right;
 * ``predicted_wrong``: among the undecided pool pairs, were the map ``predictions`` completes
   (a strict order, ``consistent=true``) taken, from the prediction model's calibrated
   probabilities (None before a model is trained).
@@ -22,41 +23,61 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import cast
 
-from sqlalchemy.orm import Session
-
 from app.schemas import QualityRead
-from app.services.labels.confidence import label_confidences
+from app.services.asking import POLICY, team_view
 from app.services.predicted_map import completed_map
 from app.services.queries import prediction_outputs
-from app.services.state import ProjectState
-from app.services.team import answers_fingerprint, live_answers
+from app.services.team import (
+    answers_fingerprint,
+    counting,
+    excluded_annotators,
+    live_answers,
+    votes,
+)
 from app.services.unit import ProjectView
+from reasoning.consensus import consensus
 from reasoning.quality import WrongCount, decided_wrong, predicted_wrong
 from reasoning.strategies import ModelOutputs
 
-__all__ = ["label_quality", "quality"]
+__all__ = ["label_p_wrong", "label_quality", "quality"]
 
 
-def label_quality(session: Session, state: ProjectState) -> WrongCount:
+def label_p_wrong(view: ProjectView) -> dict[tuple[int, int], float]:
+    """Per asserted label, the probability that it is wrong as the team's question choice
+    reads it (:meth:`reasoning.consensus.asking.AskPolicy.p_wrong`): the accuracies of the
+    annotators behind it, estimated from every answer that counts now, and the model's
+    probability of its pair when ``next`` served it new; 0 for a label no answer stands
+    behind (imported before answers were kept)."""
+    state = view.state
+    rows = counting(live_answers(view.session, state.project_id),
+                    excluded_annotators(view.session, state.project_id))
+    team = team_view(view, rows)
+    fresh = consensus(votes(rows), state.closure.concepts)  # accuracies as they are now
+    team.result = replace(team.result, accuracy=fresh.accuracy)
+    suspects = POLICY.suspects(team)
+    labels = cast(dict[tuple[int, int], bool], state.closure.asserted)  # keyed by concept ids
+    return {pair: POLICY.p_wrong(team, pair, value, suspects) if pair in team.answers else 0.0
+            for pair, value in labels.items()}
+
+
+def label_quality(view: ProjectView) -> WrongCount:
     """The expected wrong pairs among the decided pool pairs, with a 90% interval (module
-    docstring), from what ``session`` reads of the project's answers."""
-    closure = state.closure
-    labels = cast(dict[tuple[int, int], bool], closure.asserted)  # keyed by concept ids
-    if not labels:
+    docstring), from what ``view`` reads of the project's answers."""
+    state = view.state
+    if not state.closure.asserted:
         return WrongCount(0.0, 0, 0)
-    # "consensus": every answered label at its posterior (strict's trust is not an estimate)
-    confidence = label_confidences(labels, live_answers(session, state.project_id),
-                                   "consensus", cast(list[int], closure.concepts))
+    confidence = {pair: 1.0 - p for pair, p in label_p_wrong(view).items()}
     pool = [(a, b) for a, b in state.pool.concepts.tolist()]
-    return decided_wrong(closure, confidence, pool, state.values)
+    return decided_wrong(state.closure, confidence, pool, state.values)
 
 
-def _decided(session: Session, state: ProjectState) -> WrongCount:
-    mark = answers_fingerprint(session, state.project_id)
+def _decided(view: ProjectView) -> WrongCount:
+    state = view.state
+    mark = answers_fingerprint(view.session, state.project_id)
     cached = state.team.quality
     if cached is not None and cached[0] == mark:
         return cached[1]
-    count = label_quality(session, state)
+    count = label_quality(view)
     state.team = replace(state.team, quality=(mark, count))
     return count
 
@@ -86,7 +107,7 @@ def quality(view: ProjectView, *, fresh: bool = False) -> QualityRead:
     outputs, info = prediction_outputs(view, fresh=fresh)
     predicted = _predicted(view, outputs)
     return QualityRead.model_validate({
-        "decided_wrong": _decided(view.session, state).as_dict(),
+        "decided_wrong": _decided(view).as_dict(),
         "predicted_wrong": None if predicted is None else predicted.as_dict(),
         "decided": len(state.values) - undecided,
         "undecided": undecided,
