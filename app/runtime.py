@@ -17,6 +17,7 @@ from typing import TypeVar
 from sqlalchemy.orm import Session
 
 from app.db import Database
+from app.services import asking
 from app.services.state import StateRegistry
 from app.services.training import Trainer
 from app.services.unit import Limits, ProjectView, open_project
@@ -40,8 +41,10 @@ class Runtime:
     def start(cls, settings: Settings) -> Runtime:
         """A runtime for ``settings``: the database's engine, an empty cache, a trainer.
 
-        The database must be migrated; :meth:`close` ends the trainer and the engine.
+        The database must be migrated; :meth:`close` ends the trainer and the engine. The
+        team's question policy takes its check rate from the settings.
         """
+        asking.configure(settings.check_rate)
         registry = StateRegistry()
         return cls(settings, Database(settings.database_url, settings), registry,
                    Trainer(registry))

@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from reasoning.consensus.asking import CHECK_RATE
+
 __all__ = ["Settings", "get_settings"]
 
 
@@ -45,6 +47,10 @@ class Settings(BaseSettings):
     )
     max_concepts: int = Field(
         default=50_000, gt=0, description="Concepts one project may hold (422 budget-exceeded)."
+    )
+    check_rate: float = Field(
+        default=CHECK_RATE, ge=0, le=1, description="In `consensus`, the share of an annotator's "
+        "questions that are check questions until they passed more checks than they failed."
     )
     fresh_timeout: float = Field(
         default=10.0, gt=0, description="How long `?fresh=true` waits for a model trained on "

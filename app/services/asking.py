@@ -45,11 +45,19 @@ from models import ClosureEffect, Disagreement
 from reasoning.consensus import Vote
 from reasoning.consensus.asking import CHECK_RATE, AskPolicy, TeamView
 
-__all__ = ["CHECK_RATE", "TeamPick", "TeamQuestion", "check_draw", "remember_asked",
-           "team_question", "team_view"]
+__all__ = ["CHECK_RATE", "TeamPick", "TeamQuestion", "check_draw", "configure",
+           "remember_asked", "team_question", "team_view"]
 
 Pair = tuple[Hashable, Hashable]
 POLICY = AskPolicy()
+
+
+def configure(check_rate: float) -> None:
+    """Set the service's policy from its settings (``SPORAL_CHECK_RATE``), once at start; the
+    default rate leaves the policy as it is."""
+    global POLICY
+    if check_rate != CHECK_RATE:
+        POLICY = replace(POLICY, check_rate=check_rate)
 
 
 @dataclass(frozen=True)

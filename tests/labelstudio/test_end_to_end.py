@@ -138,7 +138,9 @@ def team(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict[str, A
     # its label count), so a run asks checks where the last one did.
     people = [Person(email, signup(str(LS_URL), email, f"pw-{i}-sporal-team"))
               for i, email in enumerate(["ann@example.com", "bo@example.com"])]
-    with Server(f"sqlite:///{tmp_path}/sporal.db", tmp_path) as server:
+    # one question in four a check question: a check reaches a person within a few answers
+    with Server(f"sqlite:///{tmp_path}/sporal.db", tmp_path,
+                env={"SPORAL_CHECK_RATE": "0.25"}) as server:
         with httpx.Client(base_url=server.base_url, timeout=60) as sporal:
             pid, order = (order_project(sporal, n=25, pool=60, seed=7) if policy == "strict"
                           else order_project(sporal, n=20, pool=150, seed=7))
@@ -360,7 +362,7 @@ def test_second_opinions_checks_and_contested_notes_reach_the_right_person(
                                                      "annotator": people[0].email})
         answered[0].add((a, b))
     wait_for(lambda: all(open_pairs(admin, p) for p in people), "the first windows", 60, 0.2)
-    deadline = time.monotonic() + 900
+    deadline = time.monotonic() + 600
     turn = 0
     while not all(seen.values()) and time.monotonic() < deadline:
         turn += 1
@@ -387,7 +389,7 @@ def test_second_opinions_checks_and_contested_notes_reach_the_right_person(
         checks = {a["annotator"]: a["checks"]["asked"] for a in sporal.get(
             f"/projects/{pid}/agreement").json()["annotators"]}
         seen["check"] |= any(checks.get(p.email) for p in people)
-        seen["contested"] |= _contested_note_only_for_its_owner(admin, people)
+        seen["contested"] |= _contested_note_only_for_its_owner(admin, people, answered)
     assert all(seen.values()), (seen, team["adapter"].tail())
 
 
@@ -404,14 +406,21 @@ def _chains(order: Any) -> list[tuple[str, str]]:
     return links
 
 
-def _contested_note_only_for_its_owner(admin: LabelStudioClient, people: list[Person]) -> bool:
-    """Whether a contested answer's note is on its owner's open tasks, and on nobody else's."""
+def _contested_note_only_for_its_owner(admin: LabelStudioClient, people: list[Person],
+                                       answered: list[set[tuple[str, str]]]) -> bool:
+    """Whether a contested answer's note is on its owner's open tasks, and every such note on
+    a person's tasks is about an answer of theirs (both may have contested answers)."""
     notes = [[t["data"]["sporal_note"] for t in admin.export(p.ls_project)
               if not t.get("annotations")] for p in people]
-    owners = [i for i, found in enumerate(notes) if any("differs from what" in n for n in found)]
-    for i in owners:
-        assert not any("differs from what" in n for n in notes[1 - i]), notes
-    return bool(owners)
+    found = False
+    for i, mine in enumerate(notes):
+        for note in mine:
+            about = re.search(r"Your answer on '([^']*)' → '([^']*)' \(\w+\) differs from what",
+                              note)
+            if about is not None:
+                found = True
+                assert (about.group(1), about.group(2)) in answered[i], (i, note, answered)
+    return found
 
 
 # The labeling config of the adapter's earlier version: an editable text area that the bot's
