@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import networkx as nx
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
@@ -143,6 +144,7 @@ def test_a_label_writes_its_lines_not_its_pairs(client: TestClient) -> None:
         == n * (n - 1)
 
 
+@pytest.mark.slow  # about 15 s: .ci/run's slow step
 def test_a_long_chain_imports_in_its_rows_and_streams_out(
         make_client: Callable[..., TestClient]) -> None:
     client = make_client(max_decided_pairs=10**8)

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
+
 from benchmarks.team_http import RunFigures, main, summarize, write_domain
 
 
+@pytest.mark.slow  # about 8 s: .ci/run's slow step
 def test_a_perfect_team_gets_the_true_map_over_http_and_in_simulation(tmp_path):
     data = write_domain(tmp_path / "data", "tiny", 10, 30, seed=3)
     out = tmp_path / "out"

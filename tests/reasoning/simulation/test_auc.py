@@ -88,6 +88,7 @@ def test_a_run_is_reproducible_from_its_seed(strategy):
     assert any(curve(s) != first for s in (4, 5, 6))
 
 
+@pytest.mark.slow  # about 10 s: .ci/run's slow step
 def test_quick_simulation_end_to_end_on_the_real_data(al_cpl, tmp_path):
     out = tmp_path / "sim"
     result = CliRunner().invoke(cli, ["simulate", "--data", str(al_cpl), "--out", str(out),
