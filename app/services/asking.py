@@ -31,6 +31,7 @@ import numpy as np
 from sqlalchemy import select
 
 from app.services.bitsets import decode
+from app.services.state import ProjectState
 from app.services.team import (
     LiveAnswer,
     counting,
@@ -45,7 +46,7 @@ from models import ClosureEffect, Disagreement
 from reasoning.consensus import Vote
 from reasoning.consensus.asking import CHECK_RATE, AskPolicy, TeamView
 
-__all__ = ["CHECK_RATE", "TeamPick", "TeamQuestion", "check_draw", "configure",
+__all__ = ["CHECK_RATE", "TeamPick", "TeamQuestion", "answered", "check_draw", "configure",
            "remember_asked", "team_question", "team_view"]
 
 Pair = tuple[Hashable, Hashable]
@@ -127,21 +128,28 @@ def remember_asked(work: ProjectWork, rows: np.ndarray, proba: np.ndarray | None
         asked[(a, b)] = float(proba[row])
 
 
+def answered(state: ProjectState, rows: Sequence[LiveAnswer]
+             ) -> tuple[dict[Pair, list[Vote]], dict[Pair, float]]:
+    """The answers that count (``rows``) per pair, and each answered pair's model probability
+    when ``next`` served it new (:func:`remember_asked`): what P(wrong) reads."""
+    answers: dict[Pair, list[Vote]] = {}
+    for ans in votes(rows):
+        answers.setdefault((ans.a, ans.b), []).append(ans)
+    asked = state.team.asked
+    return answers, {pair: asked[pair] for pair in answers if pair in asked}
+
+
 def team_view(work: ProjectView, rows: Sequence[LiveAnswer]) -> TeamView:
     """The policy's view of the team from the answers that count (``rows``): the accuracies
     of the last full consensus event with the labels and closure as asserted now, the open
     disagreements, the model's probability of each answered pair when it was served new, the
     stakes and the re-asked pairs (module docstring)."""
     state = work.state
-    answers: dict[Pair, list[Vote]] = {}
-    for ans in votes(rows):
-        answers.setdefault((ans.a, ans.b), []).append(ans)
+    answers, model = answered(state, rows)
     disputed: list[Pair] = [(a, b) for a, b in work.session.execute(
         select(Disagreement.a_id, Disagreement.b_id).where(
             Disagreement.project_id == state.project_id, Disagreement.closed_at.is_(None))
         .order_by(Disagreement.id))]
-    asked = state.team.asked
-    model: dict[Pair, float] = {pair: asked[pair] for pair in answers if pair in asked}
     result = replace(last_fit(state, rows), labels=dict(state.closure.asserted),
                      closure=state.closure,
                      contested={pair: answers.get(pair, []) for pair in disputed})

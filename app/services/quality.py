@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import cast
 
 from app.schemas import QualityRead
-from app.services.asking import POLICY, team_view
+from app.services.asking import POLICY, answered
 from app.services.predicted_map import completed_map
 from app.services.queries import prediction_outputs
 from app.services.team import (
@@ -36,6 +36,7 @@ from app.services.team import (
 )
 from app.services.unit import ProjectView
 from reasoning.consensus import consensus
+from reasoning.consensus.asking import TeamView
 from reasoning.quality import WrongCount, decided_wrong, predicted_wrong
 from reasoning.strategies import ModelOutputs
 
@@ -51,9 +52,9 @@ def label_p_wrong(view: ProjectView) -> dict[tuple[int, int], float]:
     state = view.state
     rows = counting(live_answers(view.session, state.project_id),
                     excluded_annotators(view.session, state.project_id))
-    team = team_view(view, rows)
+    answers, model = answered(state, rows)
     fresh = consensus(votes(rows), state.closure.concepts)  # accuracies as they are now
-    team.result = replace(team.result, accuracy=fresh.accuracy)
+    team = TeamView(fresh, answers, state.pool.row_of, model)
     suspects = POLICY.suspects(team)
     labels = cast(dict[tuple[int, int], bool], state.closure.asserted)  # keyed by concept ids
     return {pair: POLICY.p_wrong(team, pair, value, suspects) if pair in team.answers else 0.0
