@@ -93,8 +93,13 @@ def _pool_lines(work: ProjectView) -> tuple[dict[int, int], dict[int, int]]:
 
 def _stake(work: ProjectView) -> dict[Pair, int]:
     """Per asserted pair, the pool pairs at stake: the pool pairs its label decided (those in
-    the lines of its stored closure effect), at least 1, as the simulation counts them."""
+    the lines of its stored closure effect), at least 1, as the simulation counts them; kept
+    on the state until a label or a pool pair changes (the effects change with the labels)."""
     state = work.state
+    mark = (state.label_events, len(state.pool))
+    kept = state.team.stake
+    if kept is not None and kept[0] == mark:
+        return kept[1]
     out, into = _pool_lines(work)
     counts: dict[int, int] = {}
     for label_id, by_row, line, bits in work.session.execute(
@@ -103,7 +108,10 @@ def _stake(work: ProjectView) -> dict[Pair, int]:
         mask = (out if by_row else into).get(line, 0)
         if mask:
             counts[label_id] = counts.get(label_id, 0) + (decode(bits) & mask).bit_count()
-    return {pair: max(1, counts.get(live.id, 0)) for pair, live in state.labels.items()}
+    stake: dict[Pair, int] = {pair: max(1, counts.get(live.id, 0))
+                              for pair, live in state.labels.items()}
+    state.team = replace(state.team, stake=(mark, stake))
+    return stake
 
 
 def check_draw(project_id: int, annotator: str | None, label_events: int) -> float:

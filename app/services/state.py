@@ -162,7 +162,9 @@ class TeamCache:
     echoes it; :mod:`app.services.asking`). ``quality`` and ``predicted``: the wrong pairs
     expected among the decided pool pairs (with the answers' fingerprint) and among the
     predicted ones (with the model's outputs and the training key)
-    (:mod:`app.services.quality`). All go with the state: :meth:`ProjectState.invalidate` and
+    (:mod:`app.services.quality`). ``stake``: the pool pairs each label's stored effect
+    decided, with the label events and pool size it was read at (:mod:`app.services.asking`).
+    All go with the state: :meth:`ProjectState.invalidate` and
     the registry's drop forget them.
     """
 
@@ -171,6 +173,7 @@ class TeamCache:
     asked: dict[tuple[int, int], float] = field(default_factory=dict)
     quality: tuple[tuple[int, ...], Any] | None = None
     predicted: tuple[Any, Any] | None = None
+    stake: tuple[tuple[int, int], Any] | None = None
 
 
 class ProjectState:
