@@ -253,10 +253,16 @@ class ClosureEffect(Base):
 
 
 class Suggestion(Base):
-    """A question the service suggested (the log behind ``GET .../next``)."""
+    """A question the service suggested (the log behind ``GET .../next``).
+
+    ``p_positive``: for a new pair the strategy chose with a model, that model's P(positive)
+    of it then, before any answer on it (the model term of an answer's P(wrong),
+    :func:`app.services.asking.answered`); None for a team question or without a model.
+    """
 
     __tablename__ = "suggestions"
-    __table_args__ = (Index("ix_suggestions_project_id_created_at", "project_id", "created_at"),)
+    __table_args__ = (Index("ix_suggestions_project_id_created_at", "project_id", "created_at"),
+                      Index("ix_suggestions_pair_id", "pair_id"))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     project_id: Mapped[int] = mapped_column(
@@ -272,6 +278,7 @@ class Suggestion(Base):
     annotator: Mapped[str | None] = mapped_column(String(NAME_LENGTH), nullable=True)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    p_positive: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class Reservation(Base):

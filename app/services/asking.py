@@ -14,8 +14,8 @@ answers that count (an excluded annotator's left out, and an excluded annotator 
 question), the pairs a lead re-asked (:func:`app.services.team.reasked_pairs`),
 the labels and closure as asserted now (answers on the fast path since then included), the
 open disagreements as the pairs in dispute, the model's probability of each answered pair when
-``next`` served it as new (:func:`remember_asked`) and, as the stake of a
-label, the pool pairs its stored closure effect decided (as the simulation counts them).
+``next`` served it as new (logged with its suggestion, :func:`remember_asked`) and, as the
+stake of a label, the pool pairs its stored closure effect decided (as the simulation counts them).
 Which pair was served to whom as a check is kept (:class:`models.CheckQuestion`) so that the
 answer is marked.
 """
@@ -31,7 +31,6 @@ import numpy as np
 from sqlalchemy import select
 
 from app.services.bitsets import decode
-from app.services.state import ProjectState
 from app.services.team import (
     LiveAnswer,
     counting,
@@ -42,7 +41,7 @@ from app.services.team import (
     votes,
 )
 from app.services.unit import ProjectView, ProjectWork
-from models import ClosureEffect, Disagreement
+from models import ClosureEffect, Disagreement, Suggestion
 from reasoning.consensus import Vote
 from reasoning.consensus.asking import CHECK_RATE, AskPolicy, TeamView
 
@@ -122,29 +121,65 @@ def check_draw(project_id: int, annotator: str | None, label_events: int) -> flo
     return random.Random(f"{project_id}:{annotator}:{label_events}").random()
 
 
-def remember_asked(work: ProjectWork, rows: np.ndarray, proba: np.ndarray | None) -> None:
-    """Keep the model's P(positive) of the pool ``rows`` served as new pairs now, before any
-    answer on them: the model term of their P(wrong) once answered (the simulation keeps the
-    probability of the model that chose the pair; the model of the moment was trained on the
-    answer and only echoes it)."""
-    if proba is None:
-        return
-    state = work.state
-    asked = state.team.asked
+def remember_asked(work: ProjectWork, rows: np.ndarray, proba: np.ndarray | None
+                   ) -> list[float | None]:
+    """The model's P(positive) of the pool ``rows`` served as new pairs now, before any answer
+    on them, logged with their suggestions (:attr:`models.Suggestion.p_positive`, in the write
+    that logs them: nothing more is written): the model term of their P(wrong) once answered
+    (the simulation keeps the probability of the model that chose the pair; the model of the
+    moment was trained on the answer and only echoes it). None for each without a model.
+    What this process read of those pairs before is forgotten: a pair served new again (its
+    label retracted) is read anew once answered."""
+    asked = work.state.team.asked
+    concepts = work.state.pool.concepts
     for row in rows.tolist():
-        a, b = state.pool.concepts[row].tolist()
-        asked[(a, b)] = float(proba[row])
+        a, b = concepts[row].tolist()
+        asked.pop((a, b), None)
+    if proba is None:
+        return [None] * len(rows)
+    return [float(proba[row]) for row in rows.tolist()]
 
 
-def answered(state: ProjectState, rows: Sequence[LiveAnswer]
+_CHUNK = 500  # pool pair ids per look-up (within every database's parameter limit)
+
+
+def _asked(view: ProjectView, pairs: Sequence[tuple[int, int]]
+           ) -> dict[tuple[int, int], float | None]:
+    """Per answered pair, the model's P(positive) when ``next`` last served it new (None:
+    never served new with a model), read through the state's :attr:`TeamCache.asked` from
+    the suggestions log: a pair's probability is logged before any answer on it, so that once
+    it is answered what is stored is final and read once per state."""
+    state = view.state
+    asked = state.team.asked
+    missing = [pair for pair in pairs if pair not in asked]
+    if not missing:
+        return asked
+    row_of, ids = state.pool.row_of, state.pool.ids
+    by_id = {int(ids[row]): pair for pair in missing if (row := row_of.get(pair)) is not None}
+    found: dict[tuple[int, int], float | None] = dict.fromkeys(missing)
+    keys = sorted(by_id)
+    for start in range(0, len(keys), _CHUNK):
+        for pair_id, p in view.session.execute(
+                select(Suggestion.pair_id, Suggestion.p_positive)
+                .where(Suggestion.pair_id.in_(keys[start:start + _CHUNK]),
+                       Suggestion.p_positive.is_not(None))
+                .order_by(Suggestion.id)):
+            found[by_id[pair_id]] = p  # the last served wins
+    asked.update(found)
+    return asked
+
+
+def answered(view: ProjectView, rows: Sequence[LiveAnswer]
              ) -> tuple[dict[Pair, list[Vote]], dict[Pair, float]]:
     """The answers that count (``rows``) per pair, and each answered pair's model probability
-    when ``next`` served it new (:func:`remember_asked`): what P(wrong) reads."""
+    when ``next`` last served it new (:func:`remember_asked`, as stored): what P(wrong)
+    reads, the same in every process and after a restart."""
     answers: dict[Pair, list[Vote]] = {}
     for ans in votes(rows):
         answers.setdefault((ans.a, ans.b), []).append(ans)
-    asked = state.team.asked
-    return answers, {pair: asked[pair] for pair in answers if pair in asked}
+    asked = cast(dict[Pair, float | None],
+                 _asked(view, cast(list[tuple[int, int]], list(answers))))
+    return answers, {pair: p for pair in answers if (p := asked[pair]) is not None}
 
 
 def team_view(work: ProjectView, rows: Sequence[LiveAnswer]) -> TeamView:
@@ -153,7 +188,7 @@ def team_view(work: ProjectView, rows: Sequence[LiveAnswer]) -> TeamView:
     disagreements, the model's probability of each answered pair when it was served new, the
     stakes and the re-asked pairs (module docstring)."""
     state = work.state
-    answers, model = answered(state, rows)
+    answers, model = answered(work, rows)
     disputed: list[Pair] = [(a, b) for a, b in work.session.execute(
         select(Disagreement.a_id, Disagreement.b_id).where(
             Disagreement.project_id == state.project_id, Disagreement.closed_at.is_(None))

@@ -52,7 +52,7 @@ def label_p_wrong(view: ProjectView) -> dict[tuple[int, int], float]:
     state = view.state
     rows = counting(live_answers(view.session, state.project_id),
                     excluded_annotators(view.session, state.project_id))
-    answers, model = answered(state, rows)
+    answers, model = answered(view, rows)
     fresh = consensus(votes(rows), state.closure.concepts)  # accuracies as they are now
     team = TeamView(fresh, answers, state.pool.row_of, model)
     suspects = POLICY.suspects(team)

@@ -88,6 +88,7 @@ class _Choice:
     undecided: int
     model: TrainedModel | None
     team: _Team | None = None
+    asked: tuple[float | None, ...] = ()  # the model's P(positive) of the strategy's pairs
 
 
 def _team(work: ProjectWork, annotator: str | None, outputs: Any, leased: set[int],
@@ -147,9 +148,10 @@ def next_queries(work: ProjectWork, strategy: Strategy, k: int, annotator: str |
                              X=state.pool.X, candidates=candidates,
                              model=None, outputs=outputs, k=wanted,
                              random_state=state.label_events)
-        remember_asked(work, chosen.rows, outputs.proba if outputs is not None else None)
+        asked = remember_asked(work, chosen.rows,
+                               outputs.proba if outputs is not None else None)
         return _Choice(chosen, team_ids + [int(state.pool.ids[r]) for r in chosen.rows.tolist()],
-                       int(undecided.sum()), model, team)
+                       int(undecided.sum()), model, team, tuple(asked))
 
     def store(work: ProjectWork, project: Any, choice: _Choice) -> NextQueries:
         return _reserve(work, choice, strategy.name, annotator, lease_seconds)
@@ -185,12 +187,13 @@ def _reserve(work: ProjectWork, choice: _Choice, strategy: str, annotator: str |
         session.add(CheckQuestion(project_id=pid, a_id=choice.team.pick.a,
                                   b_id=choice.team.pick.b, annotator=annotator, created_at=now))
     if choice.pair_ids:
+        asked = [None] * (len(choice.pair_ids) - len(choice.asked)) + list(choice.asked)
         session.execute(insert(Suggestion), [
             {"project_id": pid, "pair_id": pair_id, "strategy": strategy,
              "score": q.score, "gain_positive": q.gain_if_positive,
              "gain_negative": q.gain_if_negative, "annotator": annotator,
-             "version": state.version, "created_at": now}
-            for pair_id, q in zip(choice.pair_ids, logged, strict=True)])
+             "version": state.version, "created_at": now, "p_positive": p}
+            for pair_id, q, p in zip(choice.pair_ids, logged, asked, strict=True)])
         if annotator is not None:
             reserved_until = now + timedelta(seconds=lease_seconds)
             session.execute(insert(Reservation), [

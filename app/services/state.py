@@ -157,11 +157,12 @@ class TeamCache:
     full-path event, whose reliabilities ``next`` weighs answers by until the next one; it is
     set only once that event committed (:meth:`app.services.unit.ProjectWork.stage_team`).
     ``agreement``: the agreement view with the fingerprint of the answers it was computed from.
-    ``asked``: per pool pair that ``next`` served as a new pair, the model's P(positive) then,
-    before any answer on it (the model term of P(wrong): a model trained on the answer only
-    echoes it; :mod:`app.services.asking`). ``quality`` and ``predicted``: the wrong pairs
-    expected among the decided pool pairs (with the answers' fingerprint) and among the
-    predicted ones (with the model's outputs and the training key)
+    ``asked``: per answered pair, the model's P(positive) when ``next`` last served it as a
+    new pair, before any answer on it (None: never with a model), read through from the
+    suggestions log where it is stored (the model term of P(wrong): a model trained on the
+    answer only echoes it; :func:`app.services.asking.answered`). ``quality`` and
+    ``predicted``: the wrong pairs expected among the decided pool pairs (with the answers'
+    fingerprint) and among the predicted ones (with the model's outputs and the training key)
     (:mod:`app.services.quality`). ``stake``: the pool pairs each label's stored effect
     decided, with the label events and pool size it was read at (:mod:`app.services.asking`).
     All go with the state: :meth:`ProjectState.invalidate` and
@@ -170,7 +171,7 @@ class TeamCache:
 
     fit: Any = None
     agreement: tuple[tuple[int, ...], Any] | None = None
-    asked: dict[tuple[int, int], float] = field(default_factory=dict)
+    asked: dict[tuple[int, int], float | None] = field(default_factory=dict)
     quality: tuple[tuple[int, ...], Any] | None = None
     predicted: tuple[Any, Any] | None = None
     stake: tuple[tuple[int, int], Any] | None = None
