@@ -31,7 +31,9 @@ and cannot create tasks). One worker applies every change, in order, so that the
   and on a timer well inside the lease; after anyone else's answer only the tasks sporal has
   decided leave it. Second opinions, disagreements and check questions (sporal lists its
   team question first; a decided pair there is a check) stay open until answered;
-- each project's description says sporal's decided share and the adapter's health;
+- each project's description says sporal's decided share, how many of the map's pairs are
+  likely wrong (``GET quality``: the decided ones and the predicted rest, each with its 90%
+  interval; :func:`quality_line`) and the adapter's health;
 - the reconcile: Label Studio sends each webhook once, with a 1 s timeout and no retry, and none
   for imported annotations, so each project's export is compared with the state at start and
   periodically. The team's one project of earlier versions is adopted: its answers are
@@ -56,13 +58,16 @@ from sporal_labelstudio.ls_client import LabelStudioClient, LabelStudioError
 from sporal_labelstudio.sporal_client import (
     Contradiction,
     LabelRef,
+    Quality,
     SporalClient,
+    SporalError,
+    WrongPairs,
 )
 from sporal_labelstudio.state import AnnotationRow, MessageRow, PersonRow, State, TaskRow
 from sporal_labelstudio.window import Asked, Held, plan_window
 
 __all__ = ["Adapter", "DEFAULT_QUESTION", "LABEL_CONFIG", "MODEL_VERSION", "NAMES", "Refreshed",
-           "WEBHOOK_ACTIONS", "parse_label", "user_name"]
+           "WEBHOOK_ACTIONS", "parse_label", "quality_line", "user_name"]
 
 logger = logging.getLogger("sporal.labelstudio")
 
@@ -124,6 +129,38 @@ def user_name(user: dict[str, Any], names: str = "email") -> str:
     other one when that is empty."""
     first, second = ("email", "username") if names == "email" else ("username", "email")
     return str(user.get(first) or user.get(second) or f"labelstudio:user:{user.get('id')}")
+
+
+def _about(count: float) -> str:
+    """An expected count as a person reads it: one decimal under ten, else whole."""
+    return f"{count:.1f}" if count < 10 else f"{count:,.0f}"
+
+
+def _wrong(count: WrongPairs) -> str:
+    return f"≈ {_about(count.estimate)} (90%: {count.low:,}–{count.high:,})"
+
+
+def quality_line(quality: Quality) -> str | None:
+    """The description's line on how right the map is (None while nothing is decided nor
+    predicted).
+
+    Examples
+    --------
+    >>> from sporal_labelstudio.sporal_client import Quality, WrongPairs
+    >>> quality_line(Quality(WrongPairs(3.24, 1, 6), None, 1204, 0))
+    'Likely wrong: ≈ 3.2 (90%: 1–6) of the 1,204 decided pairs.'
+    >>> quality_line(Quality(WrongPairs(0.0, 0, 0), WrongPairs(12.4, 8, 17), 0, 300))
+    'Likely wrong: ≈ 12 (90%: 8–17) of the 300 predicted ones.'
+    >>> quality_line(Quality(WrongPairs(0.0, 0, 0), None, 0, 300)) is None
+    True
+    """
+    parts = []
+    if quality.decided:
+        parts.append(f"{_wrong(quality.decided_wrong)} of the {quality.decided:,} decided pairs")
+    if quality.undecided and quality.predicted_wrong is not None:
+        parts.append(f"{_wrong(quality.predicted_wrong)} of the {quality.undecided:,} "
+                     "predicted ones")
+    return f"Likely wrong: {'; '.join(parts)}." if parts else None
 
 
 def _stamp(updated_at: Any) -> str:
@@ -757,10 +794,20 @@ class Adapter:
             self.ls.update_project(person.ls_project, model_version=MODEL_VERSION)
             self.state.put(pending, "")
 
+    def _quality(self) -> str | None:
+        """The line of the descriptions that says how right the map is (None: sporal did not
+        say, an older sporal without ``GET quality``, or nothing to say yet)."""
+        try:
+            return quality_line(self.sporal.quality(self.project))
+        except SporalError as exc:
+            logger.info("no quality line: %s", exc)
+            return None
+
     def describe(self, stopped: bool = False) -> None:
         """Each person's project description: its identity, sporal's decided share, their
-        answers that hold, and the adapter's health (written when it changes, at most every
-        few seconds, and at least every minute while it runs)."""
+        answers that hold, how many pairs are likely wrong (:func:`quality_line`, asked of
+        sporal only when a description is written) and the adapter's health (written when
+        it changes, at most every few seconds, and at least every minute while it runs)."""
         if self._undecided is None or stopped:
             self._undecided = int(self.sporal.project(self.project).get("counts", {}).get(
                 "undecided_pool_pairs") or 0)
@@ -773,6 +820,7 @@ class Adapter:
         now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         health = (f"Adapter stopped at {now}: answers wait in Label Studio until it runs "
                   "again." if stopped else f"Adapter running: last sync {now}.")
+        quality: list[str] | None = None  # asked once, for the first description written
         for person in self.people():
             progress = (f"sporal has decided {decided} of {pool} pool pairs{share}, "
                         f"{self._undecided} to go; {answers.get(person.user_id, 0)} of your "
@@ -782,7 +830,10 @@ class Adapter:
             if not stopped and since < (DESCRIBE_EVERY if progress == last[0]
                                         else DESCRIBE_AFTER):
                 continue  # a later refresh writes it (the timer runs well within a minute)
-            lines = [self.identity(person.name), progress, health]
+            if quality is None:
+                line = self._quality()
+                quality = [line] if line else []
+            lines = [self.identity(person.name), progress, *quality, health]
             if self.config_kept:
                 lines.append(self.config_kept)
             self.ls.update_project(person.ls_project, description="\n".join(lines))

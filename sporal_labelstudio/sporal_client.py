@@ -2,6 +2,7 @@
 
 Only what annotation tools need: the next questions (with an annotator's lease), labels
 (asserted with an ``Idempotency-Key``, retracted, listed), a pair's status with its proof,
+how right the map is (``GET quality``),
 the changes of texts, links and names, whose feature recompute may run as a job (a 202:
 the client follows the job, :meth:`SporalClient.follow_job`, and returns its result), and
 file imports, which a large file (or ``respond_async``) also turns into a job, followed alike.
@@ -38,9 +39,11 @@ __all__ = [
     "LabelRef",
     "NextQueries",
     "PairStatus",
+    "Quality",
     "Query",
     "SporalClient",
     "SporalError",
+    "WrongPairs",
 ]
 
 LabelValue = Literal["positive", "negative"]
@@ -162,6 +165,31 @@ class PairStatus:
         return self.status != "undecided"
 
 
+@dataclass(frozen=True)
+class WrongPairs:
+    """The expected number of wrong pool pairs and its 90% interval."""
+
+    estimate: float
+    low: int
+    high: int
+
+    @classmethod
+    def parse(cls, body: dict[str, Any]) -> WrongPairs:
+        return cls(float(body["estimate"]), int(body["low"]), int(body["high"]))
+
+
+@dataclass(frozen=True)
+class Quality:
+    """How many pool pairs of the map are likely wrong (``GET quality``): among the
+    ``decided`` ones, and among the ``undecided`` ones were the model's predicted map taken
+    (None before a model)."""
+
+    decided_wrong: WrongPairs
+    predicted_wrong: WrongPairs | None
+    decided: int
+    undecided: int
+
+
 class SporalClient:
     """sporal's REST API at ``base_url``, with ``api_key`` sent as ``X-API-Key`` when given.
 
@@ -244,6 +272,14 @@ class SporalClient:
         return PairStatus(a=body["a"], b=body["b"], status=body["status"], source=body["source"],
                           proof=[LabelRef.parse(r) for r in body["proof"]],
                           chains=[list(c) for c in body["chains"]])
+
+    def quality(self, project_id: int) -> Quality:
+        """How many pool pairs of the map are likely wrong, decided and predicted."""
+        body = self._request("GET", f"/projects/{project_id}/quality").json()
+        predicted = body.get("predicted_wrong")
+        return Quality(decided_wrong=WrongPairs.parse(body["decided_wrong"]),
+                       predicted_wrong=None if predicted is None else WrongPairs.parse(predicted),
+                       decided=int(body["decided"]), undecided=int(body["undecided"]))
 
     def labels(self, project_id: int, *, source: str = "asserted") -> list[dict[str, Any]]:
         """Every decided pair of ``source`` (``asserted``, ``inferred`` or ``all``)."""

@@ -333,6 +333,10 @@ def test_two_people_decide_the_pool_each_in_their_own_project(team: dict[str, An
     for person in people:  # each project's description: sporal's decided share, the health
         description = admin.project(person.ls_project)["description"]
         assert person.email in description.split("\n")[0] and "Adapter running" in description
+        # and how many pairs are likely wrong (GET quality), once a description written
+        # since pairs were decided (at least every minute) says it
+        wait_for(lambda p=person: "\nLikely wrong: ≈ " in admin.project(p.ls_project)[
+            "description"], "the quality line in the description", 90, 1.0)
 
     figures = {"answers_measured": len(delays),
                "delay_p50_ms": round(float(np.percentile(delays, 50)) * 1000, 1),

@@ -19,8 +19,8 @@ import httpx
 import pytest
 
 from benchmarks.serving import Server
-from sporal_labelstudio.adapter import Adapter
-from sporal_labelstudio.sporal_client import NextQueries, Query, SporalClient
+from sporal_labelstudio.adapter import Adapter, quality_line
+from sporal_labelstudio.sporal_client import NextQueries, Query, SporalClient, SporalError
 from sporal_labelstudio.state import PersonRow, State, TaskRow
 from tests.labelstudio.fake import BOT_USER, PEOPLE, FakeLabelStudio
 from tests.labelstudio.harness import FIXTURES, order_project
@@ -458,3 +458,30 @@ def test_each_description_says_sporals_decided_share_and_the_adapters_health(ada
     adapter.stopped()
     assert all(d.split("\n")[2].startswith("Adapter stopped at ")
                for d in ls.descriptions.values())
+
+
+def test_each_description_says_how_many_pairs_are_likely_wrong(adapter) -> None:
+    """Read from sporal's ``GET quality`` over HTTP, between the decided share and the
+    health; a sporal that does not answer it leaves the line out."""
+    ls: FakeLabelStudio = adapter.ls  # type: ignore[assignment]
+    for query in adapter.sporal.next(adapter.project, k=6).queries:  # no answer contradicts
+        adapter.sporal.post_label(adapter.project, query.a, query.b, "negative",
+                                  annotator="ann@example.com")
+    adapter.stopped()  # written now, whatever was written before
+    quality = adapter.sporal.quality(adapter.project)
+    assert quality.decided > 0 and quality.decided_wrong.low <= quality.decided_wrong.high
+    line = quality_line(quality)
+    assert line is not None and line.startswith("Likely wrong: ≈ ")
+    assert f"of the {quality.decided:,} decided pairs" in line
+    for lines in (d.split("\n") for d in ls.descriptions.values()):
+        assert lines[1].startswith("sporal has decided ") and lines[2] == line
+        assert lines[3].startswith("Adapter stopped at ")
+
+    def unknown(project: int) -> None:
+        raise SporalError(404, {"type": "about:blank", "title": "Not Found"})
+
+    adapter.sporal.quality = unknown  # type: ignore[method-assign]  # an older sporal
+    adapter.stopped()
+    for lines in (d.split("\n") for d in ls.descriptions.values()):
+        assert lines[1].startswith("sporal has decided ")
+        assert lines[2].startswith("Adapter stopped at ")
