@@ -13,6 +13,7 @@ from app.routes.common import ReadProject, StrictJSONRoute, get_runtime, problem
 from app.schemas import ProjectRead
 from app.security import ProjectKeyDep
 from app.services.export import FORMAT_NAMES, FORMATS, export, get_format
+from app.services.quality import quality
 
 __all__ = ["router"]
 
@@ -37,16 +38,19 @@ def export_project(view: ReadProject, request: Request,
     """Download every decided pair of the project, or (`project`) the whole project.
 
     Streamed as it is read (one read transaction: a consistent snapshot), so the first bytes
-    come at once and memory stays flat whatever the size of the closure.
+    come at once and memory stays flat whatever the size of the closure. `json` and `project`
+    also say how many of the map's pool pairs are likely wrong (as `GET quality` does, when
+    the export was asked).
     """
     chosen = get_format(format)
     project = ProjectRead.model_validate(view.project).model_dump(mode="json")
+    measured = quality(view).model_dump(mode="json") if chosen.quality else None
     project_id = view.project.id
     sessions = get_runtime(request).database.sessions
 
     def stream() -> Iterator[bytes]:
         with sessions() as reading:
-            yield from export(reading, project, chosen)
+            yield from export(reading, project, chosen, measured)
 
     filename = f"project-{project_id}.{chosen.suffix}"
     return StreamingResponse(stream(), media_type=chosen.media_type,

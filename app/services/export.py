@@ -2,9 +2,13 @@
 or the whole project (``project``) as JSON Lines in the import format (docs/formats.md).
 
 A format is a frozen :class:`ExportFormat` object in the registry :data:`FORMATS` (its name,
-media type, file suffix, the JSON schema type of its body in the OpenAPI document, and its
-writer), read by name with :func:`get_format`. The route's ``format`` values and documented
-media types come from the registry: a new format is one writer and one line there.
+media type, file suffix, the JSON schema type of its body in the OpenAPI document, its
+writer, and whether it carries the map's quality), read by name with :func:`get_format`. The
+route's ``format`` values and documented media types come from the registry: a new format is
+one writer and one line there. The JSON export and the project export carry how many of the
+map's pool pairs are likely wrong (``GET quality``'s body, which the route computes for them
+only): the JSON export as its ``quality`` member, the project export as its ``quality``
+record, after the ``project`` record (an import does not read it).
 """
 
 from __future__ import annotations
@@ -124,9 +128,12 @@ def csv_parts(columns: Sequence[str], items: Iterable[dict[str, Any]]) -> Iterat
     yield buffer.getvalue()
 
 
-def _json(project: dict[str, Any], items: Iterator[dict[str, Any]]) -> Iterator[str]:
-    head = json.dumps({"project": project}, ensure_ascii=False, default=str)
-    yield head[:-1] + ', "items": ['
+def _json(project: dict[str, Any], quality: dict[str, Any] | None,
+          items: Iterator[dict[str, Any]]) -> Iterator[str]:
+    head: dict[str, Any] = {"project": project}
+    if quality is not None:
+        head["quality"] = quality
+    yield json.dumps(head, ensure_ascii=False, default=str)[:-1] + ', "items": ['
     separator = ""
     for item in items:
         yield separator + json.dumps({k: item.get(k) for k in CSV_COLUMNS},
@@ -296,10 +303,21 @@ def _label_history(session: Session, pid: int, labels: Sequence[Any]) -> Iterato
         yield line
 
 
-def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
+def _quality_line(quality: dict[str, Any] | None) -> Iterator[str]:
+    """The ``quality`` record: ``GET quality``'s counts as the project was exported (its
+    model left out), written by the export and not read by the import."""
+    if quality is not None:
+        yield _line("quality", decided_wrong=quality["decided_wrong"],
+                    predicted_wrong=quality.get("predicted_wrong"),
+                    decided=quality["decided"], undecided=quality["undecided"])
+
+
+def project_lines(session: Session, project: dict[str, Any],
+                  quality: dict[str, Any] | None = None) -> Iterator[str]:
     """The whole project as JSON Lines records that ``POST .../import`` reads back.
 
-    Settings (the policy and question where they are not the defaults), concepts (with their
+    Settings (the policy and question where they are not the defaults), with ``quality``
+    after them (``GET quality``'s body; None: no ``quality`` record), concepts (with their
     texts), links and the pool (with features, unless sporal computes them) in registration
     order, then the label history: each assertion and each retraction at the project version
     it was made, so that replaying the file rebuilds the same live labels, closure and
@@ -322,6 +340,7 @@ def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
                 features="computed" if computed else None,
                 policy=None if policy == DEFAULT_POLICY else policy,
                 question=None if question in (None, DEFAULT_QUESTION) else question)
+    yield from _quality_line(quality)
     names = _Names.read(session, pid)
     for name, description, text in session.execute(
             select(names.of(Concept), Concept.description, ConceptText.text)
@@ -357,9 +376,10 @@ def project_lines(session: Session, project: dict[str, Any]) -> Iterator[str]:
 
 
 # ---------------------------------------------------------------------------- the registry
-Writer = Callable[[Session, dict[str, Any]], Iterator[str]]
-"""Writes the export of a project (its :class:`~app.schemas.ProjectRead` as JSON) as text
-parts, read in the given session."""
+Writer = Callable[[Session, dict[str, Any], dict[str, Any] | None], Iterator[str]]
+"""Writes the export of a project (its :class:`~app.schemas.ProjectRead` as JSON, and
+``GET quality``'s body where the format carries it, else None) as text parts, read in the
+given session."""
 
 
 @dataclass(frozen=True)
@@ -378,6 +398,9 @@ class ExportFormat:
         The JSON schema type of the body in the OpenAPI document (``string`` or ``object``).
     writer : Writer
         The export as text parts.
+    quality : bool
+        Whether the export carries the map's quality (``GET quality``'s body, which the
+        route computes only for such a format).
     """
 
     name: str
@@ -385,28 +408,33 @@ class ExportFormat:
     suffix: str
     schema: str
     writer: Writer
+    quality: bool = False
 
     def __repr__(self) -> str:
         return f"ExportFormat({self.name!r})"
 
 
-def _write_csv(session: Session, project: dict[str, Any]) -> Iterator[str]:
+def _write_csv(session: Session, project: dict[str, Any],
+               quality: dict[str, Any] | None) -> Iterator[str]:
     return csv_parts(CSV_COLUMNS, _decided(session, project["id"]))
 
 
-def _write_json(session: Session, project: dict[str, Any]) -> Iterator[str]:
-    return _json(project, _decided(session, project["id"]))
+def _write_json(session: Session, project: dict[str, Any],
+                quality: dict[str, Any] | None) -> Iterator[str]:
+    return _json(project, quality, _decided(session, project["id"]))
 
 
-def _write_graphml(session: Session, project: dict[str, Any]) -> Iterator[str]:
+def _write_graphml(session: Session, project: dict[str, Any],
+                   quality: dict[str, Any] | None) -> Iterator[str]:
     return _graphml(session, project["id"], _decided(session, project["id"]))
 
 
 FORMATS: tuple[ExportFormat, ...] = (
     ExportFormat("csv", "text/csv; charset=utf-8", "csv", "string", _write_csv),
-    ExportFormat("json", "application/json", "json", "object", _write_json),
+    ExportFormat("json", "application/json", "json", "object", _write_json, quality=True),
     ExportFormat("graphml", "application/graphml+xml", "graphml", "string", _write_graphml),
-    ExportFormat("project", "application/jsonl", "jsonl", "string", project_lines),
+    ExportFormat("project", "application/jsonl", "jsonl", "string", project_lines,
+                 quality=True),
 )
 """Every export format, in the order the route documents them (the first is its default)."""
 
@@ -439,11 +467,13 @@ def csv_chunks(columns: Sequence[str], items: Iterable[dict[str, Any]]) -> Itera
     return _chunks(csv_parts(columns, items))
 
 
-def export(session: Session, project: dict[str, Any], fmt: str | ExportFormat
-           ) -> Iterator[bytes]:
-    """The export in ``fmt`` (:func:`get_format`) as a stream of byte chunks.
+def export(session: Session, project: dict[str, Any], fmt: str | ExportFormat,
+           quality: dict[str, Any] | None = None) -> Iterator[bytes]:
+    """The export in ``fmt`` (:func:`get_format`) as a stream of byte chunks, with
+    ``quality`` (``GET quality``'s body) where the format carries it.
 
     Read in the session's one transaction: a consistent snapshot however long it streams.
     Raises :class:`ValidationFailed` at once for an unknown format.
     """
-    return _chunks(get_format(fmt).writer(session, project))
+    chosen = get_format(fmt)
+    return _chunks(chosen.writer(session, project, quality if chosen.quality else None))

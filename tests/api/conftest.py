@@ -79,6 +79,14 @@ def label(client: TestClient, pid: int, a: str, b: str, value: str = "positive",
     return client.post(f"/projects/{pid}/labels", json={"a": a, "b": b, "label": value, **extra})
 
 
+def without_quality(exported: str | bytes) -> str:
+    """A project export without its ``quality`` record: how right the map was when exported,
+    which an import does not read and computes again (from its own model, once trained)."""
+    text = exported.decode() if isinstance(exported, bytes) else exported
+    return "".join(line for line in text.splitlines(keepends=True)
+                   if not line.startswith('{"kind":"quality"'))
+
+
 def assert_problem(response: Any, status: int, slug: str) -> dict[str, Any]:
     """The response is an RFC 9457 problem of this status and kind; returns its body."""
     assert response.status_code == status, response.text

@@ -25,9 +25,11 @@ def test_every_registered_format_exports_with_its_media_type(client: TestClient,
         f'attachment; filename="project-{pid}.{fmt.suffix}"')
     shown = client.get(f"/projects/{pid}").json()  # ProjectRead and more
     project = {name: shown[name] for name in ProjectRead.model_fields}
+    quality = client.get(f"/projects/{pid}/quality").json() if fmt.quality else None
     with client.app.state.database.sessions() as session:  # type: ignore[attr-defined]
-        written = "".join(fmt.writer(session, project))
+        written = "".join(fmt.writer(session, project, quality))
     assert response.text == written and "c" in written  # its writer's text, concepts named
+    assert ('"quality"' in written) is fmt.quality  # the map's quality where it carries it
 
 
 def test_the_route_offers_the_registry_in_its_order() -> None:

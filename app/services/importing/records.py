@@ -42,6 +42,7 @@ __all__ = [
     "PairRef",
     "Parsed",
     "ProjectSettings",
+    "QualityRecord",
     "ReaskRecord",
     "Record",
     "Source",
@@ -166,6 +167,23 @@ class ReaskRecord(_Record):
     asked_at: Timestamp
 
 
+class _WrongCount(_Record):
+    estimate: Annotated[float, Field(ge=0)]
+    low: Annotated[int, Field(ge=0)]
+    high: Annotated[int, Field(ge=0)]
+
+
+class QualityRecord(_Record):
+    """The ``quality`` record: how many of the map's pool pairs were likely wrong when the
+    project was exported (``GET quality``); written by the export, checked and not read (an
+    import computes it again from what the file carries)."""
+
+    decided_wrong: _WrongCount
+    predicted_wrong: _WrongCount | None = None
+    decided: Annotated[int, Field(ge=0)]
+    undecided: Annotated[int, Field(ge=0)]
+
+
 class TextRecord(_Record):
     """The ``text`` record: a concept's text (``""`` removes it)."""
 
@@ -174,14 +192,15 @@ class TextRecord(_Record):
 
 
 Kind = Literal["project", "concept", "pair", "label", "retract", "text", "link", "answer",
-               "disagreement", "deleted", "exclusion", "reask"]
+               "disagreement", "deleted", "exclusion", "reask", "quality"]
 Item = (ProjectSettings | ConceptIn | PairIn | LabelIn | PairRef | TextRecord | LinkIn
-        | AnswerRecord | DisagreementRecord | DeletedRecord | ExclusionRecord | ReaskRecord)
+        | AnswerRecord | DisagreementRecord | DeletedRecord | ExclusionRecord | ReaskRecord
+        | QualityRecord)
 _MODELS: dict[str, type[BaseModel]] = {
     "project": ProjectSettings, "concept": ConceptIn, "pair": PairIn, "label": LabelRecord,
     "retract": PairRef, "text": TextRecord, "link": LinkIn, "answer": AnswerRecord,
     "disagreement": DisagreementRecord, "deleted": DeletedRecord,
-    "exclusion": ExclusionRecord, "reask": ReaskRecord,
+    "exclusion": ExclusionRecord, "reask": ReaskRecord, "quality": QualityRecord,
 }
 
 

@@ -362,6 +362,7 @@ _CHECKS: dict[Kind, Callable[[Validator, Record], str | None]] = {
     "link": _check_link, "answer": _check_answer, "disagreement": _check_disagreement,
     "deleted": _check_deleted,
     "exclusion": lambda checker, record: None, "reask": _check_reask,
+    "quality": lambda checker, record: None,  # its fields checked, its counts not read
 }
 """The check of each kind of record (a label's closure is checked with its run)."""
 

@@ -259,6 +259,10 @@ def _keep_reasks(work: ProjectWork, items: list[Any], summary: ImportSummary,
     later.reasks += items
 
 
+def _skip(work: ProjectWork, items: list[Any], summary: ImportSummary, later: _Later) -> None:
+    """A record an import does not read (``quality``: computed again from the file)."""
+
+
 def _write_concepts(work: ProjectWork, items: list[Any], summary: ImportSummary,
                     later: _Later) -> None:
     created, stored = add_concepts(work, items)
@@ -308,7 +312,7 @@ _WRITERS: dict[Kind, Callable[[ProjectWork, list[Any], ImportSummary, _Later], N
     "label": _write_labels, "retract": _write_retractions, "text": _write_texts,
     "link": _write_links, "answer": _keep_answers, "disagreement": _keep_disagreements,
     "deleted": _keep_deleted,
-    "exclusion": _keep_exclusions, "reask": _keep_reasks,
+    "exclusion": _keep_exclusions, "reask": _keep_reasks, "quality": _skip,
 }
 """How a batch of each kind is written (``project``, ``answer``, ``disagreement``,
 ``deleted``, ``exclusion`` and ``reask`` partly at the end)."""
