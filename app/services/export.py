@@ -303,9 +303,18 @@ def _label_history(session: Session, pid: int, labels: Sequence[Any]) -> Iterato
         yield line
 
 
-def _quality_line(quality: dict[str, Any] | None) -> Iterator[str]:
-    """The ``quality`` record: ``GET quality``'s counts as the project was exported (its
+def _head_lines(project: dict[str, Any], quality: dict[str, Any] | None) -> Iterator[str]:
+    """The ``project`` record (the policy and question where they are not the defaults),
+    then the ``quality`` record: ``GET quality``'s counts as the project was exported (its
     model left out), written by the export and not read by the import."""
+    policy = project.get("policy", DEFAULT_POLICY)
+    question = project.get("question")
+    yield _line("project", name=project["name"], description=project["description"],
+                prediction_model=project["prediction_model"],
+                feature_length=project["feature_length"],
+                features="computed" if project.get("features_computed") else None,
+                policy=None if policy == DEFAULT_POLICY else policy,
+                question=None if question in (None, DEFAULT_QUESTION) else question)
     if quality is not None:
         yield _line("quality", decided_wrong=quality["decided_wrong"],
                     predicted_wrong=quality.get("predicted_wrong"),
@@ -332,15 +341,7 @@ def project_lines(session: Session, project: dict[str, Any],
     """
     pid = project["id"]
     computed = bool(project.get("features_computed"))
-    policy = project.get("policy", DEFAULT_POLICY)
-    question = project.get("question")
-    yield _line("project", name=project["name"], description=project["description"],
-                prediction_model=project["prediction_model"],
-                feature_length=project["feature_length"],
-                features="computed" if computed else None,
-                policy=None if policy == DEFAULT_POLICY else policy,
-                question=None if question in (None, DEFAULT_QUESTION) else question)
-    yield from _quality_line(quality)
+    yield from _head_lines(project, quality)
     names = _Names.read(session, pid)
     for name, description, text in session.execute(
             select(names.of(Concept), Concept.description, ConceptText.text)
