@@ -10,6 +10,10 @@ a whole round got no question). Then ``GET quality`` is timed, each call alone, 
 * ``cold``: ``--calls`` calls, each right after one more answer (a lead agreeing with one more
   asserted label: the answers move, so the decided part is computed again, while the labels,
   the closure and the model stay; the answer itself is not timed);
+* ``label``: up to ``--calls`` calls, each right after one more label and a prediction model
+  trained on it (a truthful answer on an undecided pool pair, then ``GET predictions`` with
+  ``fresh=true``, both untimed): the decided part and the predicted one are computed again
+  (none while nothing is undecided, as at the end of a whole run);
 * ``restart``: the first call after the server restarted, ``--restarts`` times (the project's
   state is read again from the database, the answered pairs' served probabilities with it).
 
@@ -68,7 +72,7 @@ def figures(ms: list[float]) -> dict[str, float | int]:
             "max_ms": round(float(values.max()), 1)}
 
 
-def _team(client: httpx.Client, args: argparse.Namespace) -> tuple[int, HttpTeam]:
+def _team(client: httpx.Client, args: argparse.Namespace) -> HttpTeam:
     """The domain's project, labeled by the simulated team."""
     domain = load_domain(args.data, args.domain)
     truth = np.asarray(domain.labels, dtype=bool)
@@ -80,7 +84,7 @@ def _team(client: httpx.Client, args: argparse.Namespace) -> tuple[int, HttpTeam
     seeds = [int(r) for r in coverage_seeds(len(truth), seed=args.seed, repeat=0)]
     loop = HttpTeam(client, pid, domain, team, seeds)
     loop.run(args.max_answers)
-    return pid, loop
+    return loop
 
 
 def _agreeing(client: httpx.Client, pid: int) -> Callable[[int], None]:
@@ -97,25 +101,46 @@ def _agreeing(client: httpx.Client, pid: int) -> Callable[[int], None]:
     return agree
 
 
-def _measure(server: Server, client: httpx.Client, pid: int,
+def _labeling(client: httpx.Client, loop: HttpTeam) -> tuple[Callable[[int], None], int]:
+    """Before call ``i``: the lead's truthful answer on the ``i``-th undecided pool pair, and
+    a prediction model trained on it; how many such pairs there are."""
+    pid, undecided = loop.pid, np.flatnonzero(loop.values() < 0)
+
+    def answer(i: int) -> None:
+        a, b = loop.domain.pairs[int(undecided[i])]
+        value = "positive" if loop.domain.labels[int(undecided[i])] else "negative"
+        response = client.post(f"/projects/{pid}/labels", json={
+            "a": a, "b": b, "label": value, "annotator": LEAD})
+        if response.status_code != 409:  # decided meanwhile by an earlier one: refused
+            response.raise_for_status()
+        client.get(f"/projects/{pid}/predictions",
+                   params={"fresh": "true", "limit": 1}).raise_for_status()
+
+    return answer, len(undecided)
+
+
+def _measure(server: Server, client: httpx.Client, loop: HttpTeam,
              args: argparse.Namespace) -> dict[str, Any]:
-    url = f"/projects/{pid}/quality"
+    url = f"/projects/{loop.pid}/quality"
     quality = client.get(url, params={"fresh": "true"})  # a model trained on these labels
     quality.raise_for_status()
     cached = time_calls(lambda: client.get(url), None, args.calls)
-    cold = time_calls(lambda: client.get(url), _agreeing(client, pid), args.calls)
+    cold = time_calls(lambda: client.get(url), _agreeing(client, loop.pid), args.calls)
+    before, undecided = _labeling(client, loop)
+    label = time_calls(lambda: client.get(url), before, min(args.calls, undecided))
     restart = []
     for _ in range(args.restarts):
         server.stop()
         server.start()
         restart += time_calls(lambda: client.get(url), None, 1)
     return {"quality": quality.json(), "cached": figures(cached), "cold": figures(cold),
+            "label": figures(label) if label else None,
             "restart": figures(restart) if restart else None}
 
 
 def _table(result: dict[str, Any]) -> str:
     rows = ["| calls | n | p50 ms | p99 ms | max ms |", "|---|---|---|---|---|"]
-    for kind in ("cached", "cold", "restart"):
+    for kind in ("cached", "cold", "label", "restart"):
         f = result.get(kind)
         if f:
             rows.append(f"| {kind} | {f['calls']} | {f['p50_ms']} | {f['p99_ms']} | "
@@ -154,10 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     with Server(f"sqlite:///{args.out / 'quality.db'}", args.out) as server, \
             httpx.Client(base_url=server.base_url, timeout=600.0) as client:
         started = time.perf_counter()
-        pid, loop = _team(client, args)
+        loop = _team(client, args)
         team_s = round(time.perf_counter() - started, 1)
         load_before = round(os.getloadavg()[0], 2)
-        result = _measure(server, client, pid, args)
+        result = _measure(server, client, loop, args)
     result.update(domain=args.domain, pool=len(loop.domain.pairs), answers=len(loop.log),
                   annotators=args.annotators, noise=args.noise, lead=args.calls,
                   team_s=team_s, load_before=load_before,
