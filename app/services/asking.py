@@ -22,6 +22,7 @@ answer is marked.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
@@ -127,7 +128,8 @@ def remember_asked(work: ProjectWork, rows: np.ndarray, proba: np.ndarray | None
     on them, logged with their suggestions (:attr:`models.Suggestion.p_positive`, in the write
     that logs them: nothing more is written): the model term of their P(wrong) once answered
     (the simulation keeps the probability of the model that chose the pair; the model of the
-    moment was trained on the answer and only echoes it). None for each without a model.
+    moment was trained on the answer and only echoes it). None for each without a model (or
+    without a finite probability).
     What this process read of those pairs before is forgotten: a pair served new again (its
     label retracted) is read anew once answered."""
     asked = work.state.team.asked
@@ -137,7 +139,7 @@ def remember_asked(work: ProjectWork, rows: np.ndarray, proba: np.ndarray | None
         asked.pop((a, b), None)
     if proba is None:
         return [None] * len(rows)
-    return [float(proba[row]) for row in rows.tolist()]
+    return [p if math.isfinite(p := float(proba[row])) else None for row in rows.tolist()]
 
 
 _CHUNK = 500  # pool pair ids per look-up (within every database's parameter limit)
