@@ -4,10 +4,13 @@ of each annotator, of each pair of annotators and of the whole team with it.
 The consensus is :func:`reasoning.consensus.consensus` over every live answer that counts
 (retracted ones and those of excluded annotators left out), keyed by concept ids; the view is
 :func:`reasoning.consensus.agreement` of every live answer with it (an excluded annotator's
-row says ``excluded`` and how far their answers agree with the consensus of the others). Both
-are computed again only when the answers change: the view, with the ids of each annotator's
+row says ``excluded`` and how far their answers agree with the consensus of the others).
+In a ``consensus`` project the consensus is the project's last full fit
+(:func:`app.services.team.last_fit`), and the view is computed again only when a full fit
+moves ``consensus_as_of`` (the background refit warms it: :func:`warm_agreement`); elsewhere
+it is computed again only when the answers change. The view, with the ids of each annotator's
 minority answers (those ``GET answers?minority=true`` lists), is cached on the project's state
-with the fingerprint of the answers it came from (:func:`app.services.team.answers_fingerprint`),
+with that mark (or the fingerprint of the answers, :func:`app.services.team.answers_fingerprint`),
 so that a page polling the view, or paging through minority answers, costs one small query.
 """
 
@@ -25,12 +28,15 @@ from app.services.state import ProjectState
 from app.services.team import (
     answers_fingerprint,
     cached_agreement,
+    consensus_as_of,
     counting,
     excluded_annotators,
     keep_agreement,
+    last_fit,
     live_answers,
     votes,
 )
+from models import Project
 from reasoning.consensus import agreement, consensus
 
 __all__ = [
@@ -39,6 +45,7 @@ __all__ = [
     "agreement_view",
     "minority_answer_ids",
     "minority_url",
+    "warm_agreement",
 ]
 
 AGREEMENT_CSV_COLUMNS = [
@@ -66,15 +73,20 @@ def minority_url(project_id: int, annotator: str | None) -> str:
     return f"/projects/{project_id}/answers?{urlencode({**who, 'minority': 'true'})}"
 
 
-def _compute(session: Session, state: ProjectState) -> _Computed:
+def _compute(session: Session, state: ProjectState, fitted: bool) -> _Computed:
+    """The view over every live answer: with the project's last full fit (``fitted``: a
+    ``consensus`` project, whose fit is kept) or a consensus computed now."""
     known = state.name_of
     excluded = excluded_annotators(session, state.project_id)
     rows = live_answers(session, state.project_id)
     answers = [answer for answer in votes(rows)
                if answer.a in known and answer.b in known and answer.a != answer.b]
-    kept = {r.id for r in counting(rows, excluded)}
+    counted = counting(rows, excluded)
+    kept = {r.id for r in counted}
     concepts: list[Hashable] = list(known)
-    computed = agreement(answers, consensus([a for a in answers if a.order in kept], concepts))
+    fit = last_fit(state, counted) if fitted else consensus(
+        [a for a in answers if a.order in kept], concepts)
+    computed = agreement(answers, fit)
     shape = computed.as_dict()
     for row in shape["annotators"]:
         row["minority_url"] = minority_url(state.project_id, row["annotator"])
@@ -83,14 +95,24 @@ def _compute(session: Session, state: ProjectState) -> _Computed:
 
 
 def _current(session: Session, state: ProjectState) -> _Computed:
-    """The cached computation of the answers as they are now, computed first if stale."""
-    mark = answers_fingerprint(session, state.project_id)
+    """The cached computation, computed first if stale: in ``consensus``, that of the last
+    full fit (kept until the next one, ``consensus_as_of``: a contested answer repaired on
+    its pair does not make it stale); else that of the answers as they are now."""
+    project = session.get(Project, state.project_id)
+    fitted = project is not None and project.consensus_as_of is not None  # consensus
+    mark = (-1, int(project.consensus_as_of or 0)) if fitted and project is not None else \
+        answers_fingerprint(session, state.project_id)
     cached = cached_agreement(state, mark)
     if isinstance(cached, _Computed):
         return cached
-    computed = _compute(session, state)
+    computed = _compute(session, state, fitted)
     keep_agreement(state, mark, computed)
     return computed
+
+
+def warm_agreement(session: Session, state: ProjectState) -> None:
+    """Compute and cache the view now (after a refit, so that no reader waits for it)."""
+    _current(session, state)
 
 
 def agreement_view(session: Session, state: ProjectState, policy: str) -> AgreementRead:
@@ -105,7 +127,10 @@ def agreement_view(session: Session, state: ProjectState, policy: str) -> Agreem
     policy
         The project's policy, reported with the view.
     """
-    return AgreementRead.model_validate({"policy": policy, **_current(session, state).shape})
+    shape = _current(session, state).shape
+    project = session.get(Project, state.project_id)
+    mark = None if project is None else consensus_as_of(project, state)
+    return AgreementRead.model_validate({"policy": policy, **shape, "consensus": mark})
 
 
 def minority_answer_ids(session: Session, state: ProjectState, *, annotator: str | None = None,

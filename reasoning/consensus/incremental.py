@@ -112,7 +112,8 @@ class Repair:
     ``label``: the pair's label after it (None: none); ``action``: what becomes of the label
     it had; ``gave_way``: its likelier value contradicts the other labels; ``contested``: it
     is in dispute (its disagreement open); ``fit``: the base consensus with this pair
-    repaired (accuracies unchanged).
+    repaired (accuracies unchanged); ``held``: the label was kept for a refit to change
+    (``hold``).
     """
 
     pair: Pair
@@ -122,6 +123,7 @@ class Repair:
     gave_way: bool
     contested: bool
     fit: Consensus
+    held: bool = False
 
 
 def _action(current: bool | None, label: bool | None) -> Action:
@@ -133,7 +135,7 @@ def _action(current: bool | None, label: bool | None) -> Action:
 
 
 def repair(base: Consensus, votes: Sequence[Vote], pair: Pair, current: bool | None,
-           rest: bool | None, *, closure: Closure | None = None,
+           rest: bool | None, *, closure: Closure | None = None, hold: bool = False,
            prior: float = 0.9) -> Repair:
     """The pair's consensus after its answers changed, the rest of ``base`` held fixed.
 
@@ -152,6 +154,10 @@ def repair(base: Consensus, votes: Sequence[Vote], pair: Pair, current: bool | N
         undecided).
     closure : Closure, optional
         The closure after the repair, kept on the returned fit.
+    hold : bool
+        Keep the ``current`` label where the decision would retract or flip it (that change
+        left to a full refit, which replays the closure): the pair is then contested, and
+        ``held`` says so.
     prior : float
         The accuracy of an annotator ``base`` has not seen.
 
@@ -168,8 +174,11 @@ def repair(base: Consensus, votes: Sequence[Vote], pair: Pair, current: bool | N
     gave = state.value is not None and rest is not None and rest != state.value
     label = None if gave or state.value is None else state.value
     contested = (state.disputed or gave) and not state.reviewed
+    held = hold and current is not None and label != current
+    if held:
+        label, contested = current, True
     fit = _patched(base, pair, state, label, gave, contested, rest, closure)
-    return Repair(pair, state, label, _action(current, label), gave, contested, fit)
+    return Repair(pair, state, label, _action(current, label), gave, contested, fit, held)
 
 
 def _patched(base: Consensus, pair: Pair, state: PairState, label: bool | None, gave: bool,

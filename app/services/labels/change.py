@@ -55,7 +55,9 @@ __all__ = [
     "mark_excluded",
     "plan_change",
     "run_change",
+    "store_answers",
     "store_change",
+    "sync_outcomes",
 ]
 
 UNSTORED = 2**62
@@ -213,7 +215,7 @@ def store_change(work: ProjectWork, project: Project, change: TeamChange,
     """Store ``change`` and its ``plan`` (inside the write transaction); move the cache."""
     session, state, now = work.session, work.state, utcnow()
     before = state.closure
-    added = _store_answers(work, project, change.add)
+    added = store_answers(work, project, change.add)
     stamp_retracted(session, change.retract, now)
     if change.policy is not None:
         project.policy = change.policy
@@ -228,12 +230,21 @@ def store_change(work: ProjectWork, project: Project, change: TeamChange,
     ids_counted = {r.id for r in counted}
     mark_excluded(session, [*plan.left_out, *(r for r in added if r.id not in ids_counted)])
     states = sync_disagreements(session, project.id, plan.result, change.reason(), now)
+    _settled(project)
     work.stage_team(replace(state.team, fit=plan.result))
     ref = states.get(change.pair) if change.pair is not None else None
     return Applied(plan, added, before, ref, ids, now, states)
 
 
-def _store_answers(work: ProjectWork, project: Project,
+def _settled(project: Project) -> None:
+    """A full consensus of every live answer was stored: it is that of the project's version
+    now, and no pair waits for a refit any more (``docs/consensus.md``, "Incremental
+    consensus")."""
+    project.consensus_as_of = project.version
+    project.consensus_pending = None
+
+
+def store_answers(work: ProjectWork, project: Project,
                    new: tuple[NewAnswer, ...]) -> list[LiveAnswer]:
     """Store the answers ``new`` (``contested`` until their outcomes follow the consensus),
     mark the check questions they answer, release the leases on their pairs."""

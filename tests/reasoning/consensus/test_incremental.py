@@ -153,3 +153,11 @@ def test_a_flip_a_retraction_and_a_reviewer():
     assert (tie.label, tie.action, tie.state.tied) == (None, "retract", True)
     review = repair(base, [*votes, Vote(0, 1, True, "r", reviewer=True)], (0, 1), False, None)
     assert (review.label, review.action, review.contested) == (True, "flip", False)
+
+
+def test_a_held_label_stays_contested_for_the_refit():
+    base = consensus([Vote(0, 1, True, "a"), Vote(0, 1, True, "b")], range(3))
+    votes = [Vote(0, 1, True, "a"), Vote(0, 1, False, "b"), Vote(0, 1, False, "c")]
+    held = repair(base, votes, (0, 1), True, None, hold=True)
+    assert (held.label, held.action, held.held, held.contested) == (True, "keep", True, True)
+    assert held.fit.labels[(0, 1)] is True and (0, 1) in held.fit.contested

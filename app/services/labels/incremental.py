@@ -1,0 +1,199 @@
+"""Incremental consensus: a contested answer repaired on its own pair now, the full consensus
+refitted by a background job (``docs/consensus.md``, "Incremental consensus").
+
+A contested answer on a project with at least ``SPORAL_CONSENSUS_LOCAL_FROM`` asserted labels
+whose last full fit this process holds takes the **local path** (:func:`plan_local`,
+:func:`store_local`): it reads only its pair's answers, computes the pair with the last fit's
+accuracies held fixed (:func:`reasoning.consensus.incremental.repair`), asserts the pair's
+label when its answers give it one the other labels do not contradict (an assertion is
+incremental in the closure store), updates only that pair's answers' outcomes and its
+disagreement, and lists the pair as *pending* on the project. A decision that would retract or
+flip the pair's label is held (the label kept, the pair contested) for the refit: a retraction
+replays the closure from that label, up to the whole project.
+
+The refit (:func:`refit`, as the job :data:`REFIT` from :func:`schedule_refit`) is the full
+path of :class:`app.services.labels.change.TeamChange` with no answer added: the consensus of
+every live answer, the labels brought to it, every outcome and disagreement synced (reason
+``answers``), ``consensus_as_of`` moved to the newest answer and the pending pairs cleared.
+Every full-path event (a retraction, a resolution, an exclusion, a policy switch, a merge, an
+import, a bulk post) is such a refit too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any, cast
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from app.errors import JobsBusy
+from app.schemas import DisagreementPairRef, DisagreementRef, LabelCreated, LabelIn
+from app.services.jobs import REFIT, JobContext, JobRecord, JobRunner
+from app.services.labels.change import (
+    Applied,
+    TeamChange,
+    run_change,
+    store_answers,
+    sync_outcomes,
+)
+from app.services.labels.shared import Planned, label_created, store_label, within_budget
+from app.services.team import (
+    LiveAnswer,
+    consensus_as_of,
+    counting,
+    pending_pairs,
+    votes,
+)
+from app.services.unit import ProjectOpener, ProjectWork
+from models import Disagreement, Project, utcnow
+from models.tables import Job
+from reasoning.consensus.incremental import Repair, repair
+
+__all__ = ["LocalPath", "configure", "local_ready", "plan_local", "refit", "refit_job",
+           "schedule_refit", "store_local"]
+
+_local_from = 1000
+"""Asserted labels from which a contested answer takes the local path (settings)."""
+
+
+def configure(local_from: int) -> None:
+    """Take the local path from ``local_from`` asserted labels on (0: always)."""
+    global _local_from
+    _local_from = local_from
+
+
+def local_ready(work: ProjectWork) -> bool:
+    """Whether a contested answer may take the local path: the project is large enough and
+    this process holds a full fit to warm-start from (else the full path computes one)."""
+    state = work.state
+    return state.team.fit is not None and len(state.labels) >= _local_from
+
+
+@dataclass(frozen=True)
+class LocalPath:
+    """One contested answer repaired on its pair: the answer, the pair's answers that count,
+    the repair and the label it asserts (applied to the cached closure already)."""
+
+    change: TeamChange
+    rows: list[LiveAnswer]
+    fixed: Repair
+    planned: Planned | None
+
+
+def plan_local(work: ProjectWork, change: TeamChange, rows: list[LiveAnswer],
+               excluded: frozenset[str]) -> LocalPath:
+    """Repair the pair of ``change``'s one answer (``rows``: the pair's live answers) with no
+    lock held; an assertion is applied to the cached closure now, as a ``strict`` label."""
+    state = work.state
+    assert change.pair is not None and len(change.add) == 1
+    a_id, b_id = change.pair
+    counted = counting(rows, excluded)
+    live = state.labels.get(change.pair)
+    current = None if live is None else live.positive
+    rest = state.closure.status(a_id, b_id).value if live is None else None
+    fixed = repair(state.team.fit, [*votes(counted), *change.votes()], change.pair, current,
+                   rest, closure=state.closure, hold=True)
+    planned = None
+    if fixed.action == "assert" and fixed.label is not None:
+        within_budget(work, state.closure, a_id, b_id, fixed.label, "this label")
+        applied = state.add_label(a_id, b_id, fixed.label)
+        planned = Planned(a_id, b_id, applied, rest is not None)
+    return LocalPath(change, counted, fixed, planned)
+
+
+def store_local(work: ProjectWork, project: Project, body: LabelIn,
+                plan: LocalPath) -> LabelCreated:
+    """Store a local repair (inside the write transaction): the answer, the pair's label if
+    it asserts one, its answers' outcomes and its disagreement, the pair pending."""
+    session, state = work.session, work.state
+    pair = cast(tuple[int, int], plan.fixed.pair)
+    added = store_answers(work, project, plan.change.add)
+    project.version += 1  # every stored answer moves the version
+    if plan.planned is not None:
+        store_label(work, project, body.model_copy(update={"positive": plan.fixed.label}),
+                    plan.planned)
+    sync_outcomes(session, plan.fixed.fit, [*plan.rows, *added], state)
+    ref = _pair_disagreement(session, project.id, pair, plan.fixed.contested)
+    pending = pending_pairs(project)
+    if pair not in pending:
+        project.consensus_pending = json.dumps([list(p) for p in [*pending, pair]])
+    work.stage_team(replace(state.team, fit=plan.fixed.fit))
+    answer = added[0]
+    created = label_created(
+        state, body, state.labels.get(pair), annotator=body.annotator,
+        answer_id=answer.id, update=None if plan.planned is None else plan.planned.update,
+        disagreement=ref, check_failed=answer.check and not body.positive)
+    name = state.name_of
+    refs = [] if ref is None else [DisagreementPairRef(id=ref.id, a=name[pair[0]],
+                                                       b=name[pair[1]], state=ref.state)]
+    return created.model_copy(update={"disagreements": refs,
+                                      "consensus": consensus_as_of(project, state)})
+
+
+def _pair_disagreement(session: Session, project_id: int, pair: Any,
+                       contested: bool) -> DisagreementRef | None:
+    """Open the pair's disagreement when it is contested and none is open; close the open
+    one (reason ``answers``) when it is not, unless a reviewer reopened it."""
+    row = session.execute(select(Disagreement.id, Disagreement.reopened_at).where(
+        Disagreement.project_id == project_id, Disagreement.a_id == pair[0],
+        Disagreement.b_id == pair[1], Disagreement.closed_at.is_(None)).limit(1)).first()
+    if row is None and contested:
+        opened = Disagreement(project_id=project_id, a_id=pair[0], b_id=pair[1],
+                              opened_at=utcnow())
+        session.add(opened)
+        session.flush()
+        return DisagreementRef(id=opened.id, state="opened")
+    if row is None:
+        return None
+    if contested or row.reopened_at is not None:
+        return DisagreementRef(id=row.id, state="open")
+    session.execute(update(Disagreement).where(Disagreement.id == row.id)
+                    .values(closed_at=utcnow(), closed_reason="answers")
+                    .execution_options(synchronize_session=False))
+    return DisagreementRef(id=row.id, state="closed")
+
+
+# ---------------------------------------------------------------------------- the refit
+def refit(work: ProjectWork) -> Applied | None:
+    """The full consensus of every live answer stored (None: nothing was pending)."""
+    if not pending_pairs(work.project):  # none in ``strict`` (its switch clears them)
+        return None
+    work.end_read()
+    return run_change(work, TeamChange())
+
+
+def refit_job(opener: ProjectOpener, project_id: int, context: JobContext) -> dict[str, Any]:
+    """The job :data:`REFIT`: :func:`refit` on the project; its result says what changed."""
+    context.progress(0.0, "refitting the consensus")
+    with opener.open(ProjectWork, project_id) as work:
+        applied = refit(work)
+        as_of = work.project.consensus_as_of
+    if applied is None:
+        return {"refitted": False, "as_of": as_of}
+    closed, opened = applied.beside((-1, -1))
+    return {"refitted": True, "as_of": as_of, "labels_retracted": len(applied.plan.remove),
+            "labels_asserted": len(applied.plan.add), "disagreements_closed": closed,
+            "disagreements_opened": opened}
+
+
+def schedule_refit(runner: JobRunner, opener: ProjectOpener, project_id: int,
+                   *, quiet: bool = True) -> JobRecord | None:
+    """The project's refit job: the one queued already (one pending refit per project), or a
+    new one. With ``quiet``, a process holding too many jobs schedules none (the next
+    contested answer, or ``POST .../consensus/refit``, does) instead of raising
+    :class:`~app.errors.JobsBusy`."""
+    with runner.database.sessions() as session:
+        queued = session.scalar(select(Job.id).where(
+            Job.project_id == project_id, Job.kind == REFIT, Job.state == "queued")
+            .order_by(Job.id).limit(1))
+        if queued is not None:
+            return runner.get(project_id, queued)
+    try:
+        return runner.submit(project_id, REFIT,
+                             lambda context: refit_job(opener, project_id, context))
+    except JobsBusy:
+        if quiet:
+            return None
+        raise
