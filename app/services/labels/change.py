@@ -139,23 +139,29 @@ class Recomputed:
     left_out: tuple[LiveAnswer, ...] = ()  # their live answers (outcome ``excluded``)
 
 
-def plan_change(work: ProjectWork, change: TeamChange) -> Recomputed:
+def plan_change(work: ProjectWork, change: TeamChange,
+                fitted: Consensus | None = None) -> Recomputed:
     """The consensus after ``change`` and the label changes it makes (no lock held): of
-    the live answers that count, the excluded annotators' left out."""
+    the live answers that count, the excluded annotators' left out. ``fitted``: that
+    consensus, computed already from the same answers (a refit computes it before it takes
+    the project's lock)."""
     session, pid = work.session, work.state.project_id
     excluded = excluded_annotators(session, pid) if change.exclude is None else change.exclude
     live = [r for r in live_answers(session, pid) if r.id not in change.retract]
     rows = counting(live, excluded)
     kept = {r.id for r in rows}
     extra = [v for v in change.votes() if v.reviewer or v.annotator not in excluded]
-    plan = _plan(work.state, rows, extra)
+    plan = _plan(work.state, rows, extra, fitted)
     return replace(plan, excluded=excluded,
                    left_out=tuple(r for r in live if r.id not in kept))
 
 
-def _plan(state: ProjectState, rows: list[LiveAnswer], extra: Sequence[Vote]) -> Recomputed:
-    """The consensus of ``rows`` (and ``extra``, answers not stored yet) and its changes."""
-    result = consensus([*votes(rows), *extra], state.closure.concepts)
+def _plan(state: ProjectState, rows: list[LiveAnswer], extra: Sequence[Vote],
+          fitted: Consensus | None = None) -> Recomputed:
+    """The consensus of ``rows`` (and ``extra``, answers not stored yet; ``fitted`` when
+    computed already) and its changes."""
+    result = fitted if fitted is not None else consensus([*votes(rows), *extra],
+                                                         state.closure.concepts)
     current = state.labels
     decided = cast(dict[tuple[int, int], bool], result.labels)
     remove = sorted(live.id for pair, live in current.items()

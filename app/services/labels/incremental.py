@@ -28,14 +28,17 @@ from typing import Any, cast
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from app.db import Database
 from app.errors import JobsBusy
 from app.schemas import DisagreementPairRef, DisagreementRef, LabelCreated, LabelIn
 from app.services.jobs import REFIT, JobContext, JobRecord, JobRunner
 from app.services.labels.change import (
     Applied,
+    Recomputed,
     TeamChange,
-    run_change,
+    plan_change,
     store_answers,
+    store_change,
     sync_outcomes,
 )
 from app.services.labels.shared import Planned, label_created, store_label, within_budget
@@ -43,12 +46,15 @@ from app.services.team import (
     LiveAnswer,
     consensus_as_of,
     counting,
+    excluded_annotators,
+    live_answers,
     pending_pairs,
     votes,
 )
 from app.services.unit import ProjectOpener, ProjectWork
-from models import Disagreement, Project, utcnow
+from models import Concept, Disagreement, Project, utcnow
 from models.tables import Job
+from reasoning.consensus import Consensus, consensus
 from reasoning.consensus.incremental import Repair, repair
 
 __all__ = ["LocalPath", "configure", "local_ready", "plan_local", "refit", "refit_job",
@@ -156,20 +162,61 @@ def _pair_disagreement(session: Session, project_id: int, pair: Any,
 
 
 # ---------------------------------------------------------------------------- the refit
-def refit(work: ProjectWork) -> Applied | None:
-    """The full consensus of every live answer stored (None: nothing was pending)."""
+REFIT_TRIES = 3
+"""Times a refit computes the consensus before it takes the project's lock; overtaken by
+another write each time, it computes it under the lock."""
+
+
+def refit(work: ProjectWork, fitted: tuple[int, Consensus] | None = None) -> Applied | None:
+    """The full consensus of every live answer stored (None: nothing was pending).
+
+    ``fitted``: the consensus computed without the lock at a project version; used when no
+    write came since (every stored answer moves the version), else computed again."""
     if not pending_pairs(work.project):  # none in ``strict`` (its switch clears them)
         return None
     work.end_read()
-    return run_change(work, TeamChange())
+    change = TeamChange()
+
+    def compute(work: ProjectWork) -> Recomputed:
+        ready = fitted is not None and work.state.version == fitted[0]
+        return plan_change(work, change, fitted[1] if ready and fitted else None)
+
+    return work.write(compute, lambda work, project, plan: store_change(work, project, change,
+                                                                         plan))
 
 
-def refit_job(opener: ProjectOpener, project_id: int, context: JobContext) -> dict[str, Any]:
-    """The job :data:`REFIT`: :func:`refit` on the project; its result says what changed."""
+def _fit_unlocked(database: Database, project_id: int) -> tuple[int, Consensus] | None:
+    """The project's version and the consensus of its live answers then, computed with no
+    lock held (None: nothing pending, or no project)."""
+    with database.sessions() as session:
+        project = session.get(Project, project_id)
+        if project is None or not pending_pairs(project):
+            return None
+        version = project.version
+        rows = counting(live_answers(session, project_id),
+                        excluded_annotators(session, project_id))
+        concepts = list(session.scalars(select(Concept.id).where(
+            Concept.project_id == project_id, Concept.deleted_at.is_(None))))
+    return version, consensus(votes(rows), concepts)
+
+
+def refit_job(opener: ProjectOpener, database: Database, project_id: int,
+              context: JobContext) -> dict[str, Any]:
+    """The job :data:`REFIT`: the consensus computed without the project's lock, then stored
+    under it if no write came meanwhile (up to :data:`REFIT_TRIES` times; then computed under
+    the lock); its result says what changed."""
     context.progress(0.0, "refitting the consensus")
-    with opener.open(ProjectWork, project_id) as work:
-        applied = refit(work)
-        as_of = work.project.consensus_as_of
+    applied, as_of = None, None
+    for tries in range(REFIT_TRIES + 1):
+        fitted = _fit_unlocked(database, project_id) if tries < REFIT_TRIES else None
+        if fitted is None and tries < REFIT_TRIES:
+            break  # nothing pending (any more)
+        with opener.open(ProjectWork, project_id) as work:
+            if fitted is None or work.project.version == fitted[0]:
+                applied = refit(work, fitted)
+                as_of = work.project.consensus_as_of
+                break
+        context.progress((tries + 1) / (REFIT_TRIES + 1), "overtaken; computing again")
     if applied is None:
         return {"refitted": False, "as_of": as_of}
     closed, opened = applied.beside((-1, -1))
@@ -191,8 +238,8 @@ def schedule_refit(runner: JobRunner, opener: ProjectOpener, project_id: int,
         if queued is not None:
             return runner.get(project_id, queued)
     try:
-        return runner.submit(project_id, REFIT,
-                             lambda context: refit_job(opener, project_id, context))
+        return runner.submit(project_id, REFIT, lambda context: refit_job(
+            opener, runner.database, project_id, context))
     except JobsBusy:
         if quiet:
             return None
