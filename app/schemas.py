@@ -838,9 +838,6 @@ class AgreementRead(BaseModel):
     reviewers: list[ReviewerItem] = Field(description="Who resolved disagreements, apart: a "
                                           "resolution is final for its pair, not scored "
                                           "against the consensus.")
-    consensus: ConsensusAsOf | None = Field(
-        default=None, description="consensus: the full fit the view was computed from (its "
-        "`as_of`) and the pairs repaired locally since (`pending`).")
 
 
 __all__ += ["AccuracyInterval", "AgreementRead", "AnnotatorAgreementItem", "AnswerItem",

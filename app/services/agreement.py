@@ -28,7 +28,6 @@ from app.services.state import ProjectState
 from app.services.team import (
     answers_fingerprint,
     cached_agreement,
-    consensus_as_of,
     counting,
     excluded_annotators,
     keep_agreement,
@@ -127,10 +126,7 @@ def agreement_view(session: Session, state: ProjectState, policy: str) -> Agreem
     policy
         The project's policy, reported with the view.
     """
-    shape = _current(session, state).shape
-    project = session.get(Project, state.project_id)
-    mark = None if project is None else consensus_as_of(project, state)
-    return AgreementRead.model_validate({"policy": policy, **shape, "consensus": mark})
+    return AgreementRead.model_validate({"policy": policy, **_current(session, state).shape})
 
 
 def minority_answer_ids(session: Session, state: ProjectState, *, annotator: str | None = None,
