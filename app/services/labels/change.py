@@ -47,6 +47,7 @@ from reasoning.consensus import Consensus, Vote, consensus
 
 __all__ = [
     "Applied",
+    "Fitted",
     "NewAnswer",
     "Recomputed",
     "TeamChange",
@@ -139,19 +140,34 @@ class Recomputed:
     left_out: tuple[LiveAnswer, ...] = ()  # their live answers (outcome ``excluded``)
 
 
+@dataclass(frozen=True)
+class Fitted:
+    """The consensus of the live answers as read at one project version, computed before
+    the project's lock was taken (a refit): valid while the version has not moved."""
+
+    version: int
+    live: list[LiveAnswer]
+    excluded: frozenset[str]
+    result: Consensus
+
+
 def plan_change(work: ProjectWork, change: TeamChange,
-                fitted: Consensus | None = None) -> Recomputed:
+                fitted: Fitted | None = None) -> Recomputed:
     """The consensus after ``change`` and the label changes it makes (no lock held): of
-    the live answers that count, the excluded annotators' left out. ``fitted``: that
-    consensus, computed already from the same answers (a refit computes it before it takes
-    the project's lock)."""
+    the live answers that count, the excluded annotators' left out. ``fitted``: the answers
+    and their consensus read and computed already at the state's version (a refit, with no
+    answer added or retracted)."""
     session, pid = work.session, work.state.project_id
-    excluded = excluded_annotators(session, pid) if change.exclude is None else change.exclude
-    live = [r for r in live_answers(session, pid) if r.id not in change.retract]
+    if fitted is not None:
+        excluded, live = fitted.excluded, fitted.live
+    else:
+        excluded = excluded_annotators(session, pid) if change.exclude is None \
+            else change.exclude
+        live = [r for r in live_answers(session, pid) if r.id not in change.retract]
     rows = counting(live, excluded)
     kept = {r.id for r in rows}
     extra = [v for v in change.votes() if v.reviewer or v.annotator not in excluded]
-    plan = _plan(work.state, rows, extra, fitted)
+    plan = _plan(work.state, rows, extra, None if fitted is None else fitted.result)
     return replace(plan, excluded=excluded,
                    left_out=tuple(r for r in live if r.id not in kept))
 

@@ -31,9 +31,11 @@ from sqlalchemy.orm import Session
 from app.db import Database
 from app.errors import JobsBusy
 from app.schemas import DisagreementPairRef, DisagreementRef, LabelCreated, LabelIn
+from app.services.agreement import ComputedView, keep_fitted_view, view_of
 from app.services.jobs import REFIT, JobContext, JobRecord, JobRunner
 from app.services.labels.change import (
     Applied,
+    Fitted,
     Recomputed,
     TeamChange,
     plan_change,
@@ -54,7 +56,7 @@ from app.services.team import (
 from app.services.unit import ProjectOpener, ProjectWork
 from models import Concept, Disagreement, Project, utcnow
 from models.tables import Job
-from reasoning.consensus import Consensus, consensus
+from reasoning.consensus import consensus
 from reasoning.consensus.incremental import Repair, repair
 
 __all__ = ["LocalPath", "configure", "local_ready", "plan_local", "refit", "refit_job",
@@ -167,37 +169,56 @@ REFIT_TRIES = 3
 another write each time, it computes it under the lock."""
 
 
-def refit(work: ProjectWork, fitted: tuple[int, Consensus] | None = None) -> Applied | None:
+def refit(work: ProjectWork, fitted: Fitted | None = None) -> Applied | None:
     """The full consensus of every live answer stored (None: nothing was pending).
 
-    ``fitted``: the consensus computed without the lock at a project version; used when no
-    write came since (every stored answer moves the version), else computed again."""
+    ``fitted``: the answers and their consensus read without the lock at a project version;
+    used when no write came since (every stored answer moves the version), else read and
+    computed again."""
     if not pending_pairs(work.project):  # none in ``strict`` (its switch clears them)
         return None
     work.end_read()
     change = TeamChange()
 
     def compute(work: ProjectWork) -> Recomputed:
-        ready = fitted is not None and work.state.version == fitted[0]
-        return plan_change(work, change, fitted[1] if ready and fitted else None)
+        ready = fitted is not None and work.state.version == fitted.version
+        return plan_change(work, change, fitted if ready else None)
 
     return work.write(compute, lambda work, project, plan: store_change(work, project, change,
                                                                          plan))
 
 
-def _fit_unlocked(database: Database, project_id: int) -> tuple[int, Consensus] | None:
-    """The project's version and the consensus of its live answers then, computed with no
-    lock held (None: nothing pending, or no project)."""
+def _fit_unlocked(database: Database, project_id: int
+                  ) -> tuple[Fitted, ComputedView] | None:
+    """The project's live answers, their consensus and agreement view at its version now,
+    computed with no lock held (None: nothing pending, or no project)."""
     with database.sessions() as session:
         project = session.get(Project, project_id)
         if project is None or not pending_pairs(project):
             return None
         version = project.version
-        rows = counting(live_answers(session, project_id),
-                        excluded_annotators(session, project_id))
+        live = live_answers(session, project_id)
+        excluded = excluded_annotators(session, project_id)
         concepts = list(session.scalars(select(Concept.id).where(
             Concept.project_id == project_id, Concept.deleted_at.is_(None))))
-    return version, consensus(votes(rows), concepts)
+    fitted = Fitted(version, live, excluded,
+                    consensus(votes(counting(live, excluded)), concepts))
+    return fitted, view_of(project_id, concepts, live, excluded, fitted.result)
+
+
+def _refit_once(opener: ProjectOpener, project_id: int,
+                fitted: tuple[Fitted, ComputedView] | None) -> tuple[bool, Applied | None]:
+    """One try: (whether it ran, what it stored). It runs unless ``fitted`` was overtaken
+    before the lock; the agreement view computed with it is kept when its fit was stored."""
+    with opener.open(ProjectWork, project_id) as work:
+        if fitted is not None and work.project.version != fitted[0].version:
+            return False, None
+        applied = refit(work, None if fitted is None else fitted[0])
+        as_of = work.project.consensus_as_of
+        if applied is not None and fitted is not None and as_of is not None and \
+                applied.plan.result is fitted[0].result:
+            keep_fitted_view(work.state, as_of, fitted[1])
+    return True, applied
 
 
 def refit_job(opener: ProjectOpener, database: Database, project_id: int,
@@ -206,21 +227,19 @@ def refit_job(opener: ProjectOpener, database: Database, project_id: int,
     under it if no write came meanwhile (up to :data:`REFIT_TRIES` times; then computed under
     the lock); its result says what changed."""
     context.progress(0.0, "refitting the consensus")
-    applied, as_of = None, None
+    applied = None
     for tries in range(REFIT_TRIES + 1):
         fitted = _fit_unlocked(database, project_id) if tries < REFIT_TRIES else None
         if fitted is None and tries < REFIT_TRIES:
             break  # nothing pending (any more)
-        with opener.open(ProjectWork, project_id) as work:
-            if fitted is None or work.project.version == fitted[0]:
-                applied = refit(work, fitted)
-                as_of = work.project.consensus_as_of
-                break
+        ran, applied = _refit_once(opener, project_id, fitted)
+        if ran:
+            break
         context.progress((tries + 1) / (REFIT_TRIES + 1), "overtaken; computing again")
     if applied is None:
-        return {"refitted": False, "as_of": as_of}
+        return {"refitted": False}
     closed, opened = applied.beside((-1, -1))
-    return {"refitted": True, "as_of": as_of, "labels_retracted": len(applied.plan.remove),
+    return {"refitted": True, "labels_retracted": len(applied.plan.remove),
             "labels_asserted": len(applied.plan.add), "disagreements_closed": closed,
             "disagreements_opened": opened}
 
