@@ -7,7 +7,10 @@ does not contradict takes the **fast path**, asserted exactly like a ``strict`` 
 consensus of answers without contradictions is their labels); an answer that gives its pair's
 label the value every answer on it gives is kept as ``agreed`` (no label can change); every
 other answer takes the **full path**, a :class:`app.services.labels.change.TeamChange` that
-refits the reliabilities and computes the whole consensus again. Bulk labels and imports: every
+refits the reliabilities and computes the whole consensus again; in a project of
+``SPORAL_CONSENSUS_LOCAL_FROM`` labels or more it takes the **local path** instead
+(:mod:`app.services.labels.incremental`): repaired on its own pair now, refitted by a
+background job. Bulk labels and imports: every
 label an answer, one full path for all of them. Retractions, a reviewer's resolution and a
 switch to ``consensus`` are full paths too.
 """
@@ -134,7 +137,8 @@ def _plan_answer(work: ProjectWork, body: LabelIn) -> _Plan:
         return _Repeat(mine[-1])
     check = served_check(session, state.project_id, body.annotator, a_id, b_id)
     live = state.labels.get((a_id, b_id))
-    if body.annotator in excluded_annotators(session, state.project_id):
+    excluded = excluded_annotators(session, state.project_id)
+    if body.annotator in excluded:
         pass  # kept, not counted: the full path stores it as ``excluded``
     elif rows and live is not None and live.positive == positive and all(
             r.positive == positive for r in rows) and not _disputed(session, state.project_id,
@@ -151,9 +155,8 @@ def _plan_answer(work: ProjectWork, body: LabelIn) -> _Plan:
             return _FastPath(Planned(a_id, b_id, applied, was_decided), check)
     change = TeamChange(add=(NewAnswer(a_id, b_id, positive, body.annotator,
                                        body.source or "api", check=check),), pair=(a_id, b_id))
-    excluded = excluded_annotators(session, state.project_id)
-    if body.annotator not in excluded and local_ready(work):
-        return plan_local(work, change, rows, excluded)
+    if body.annotator not in excluded and local_ready(work):  # a contested answer
+        return plan_local(work, change, rows, excluded)  # repaired on its pair, refit later
     return _FullPath(change, plan_change(work, change))
 
 

@@ -22,6 +22,7 @@ import, a bulk post) is such a refit too.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -30,7 +31,13 @@ from sqlalchemy.orm import Session
 
 from app.db import Database
 from app.errors import JobsBusy
-from app.schemas import DisagreementPairRef, DisagreementRef, LabelCreated, LabelIn
+from app.schemas import (
+    DisagreementPairRef,
+    DisagreementRef,
+    LabelCreated,
+    LabelIn,
+    label_value,
+)
 from app.services.agreement import ComputedView, keep_fitted_view, view_of
 from app.services.jobs import REFIT, JobContext, JobRecord, JobRunner
 from app.services.labels.change import (
@@ -120,8 +127,8 @@ def store_local(work: ProjectWork, project: Project, body: LabelIn,
     added = store_answers(work, project, plan.change.add)
     project.version += 1  # every stored answer moves the version
     if plan.planned is not None:
-        store_label(work, project, body.model_copy(update={"positive": plan.fixed.label}),
-                    plan.planned)
+        value = label_value(bool(plan.fixed.label))  # the pair's label: its answers' value
+        store_label(work, project, body.model_copy(update={"label": value}), plan.planned)
     sync_outcomes(session, plan.fixed.fit, [*plan.rows, *added], state)
     ref = _pair_disagreement(session, project.id, pair, plan.fixed.contested)
     pending = pending_pairs(project)
@@ -164,9 +171,13 @@ def _pair_disagreement(session: Session, project_id: int, pair: Any,
 
 
 # ---------------------------------------------------------------------------- the refit
-REFIT_TRIES = 3
+REFIT_TRIES = 8
 """Times a refit computes the consensus before it takes the project's lock; overtaken by
-another write each time, it computes it under the lock."""
+another write each time, it computes it under the lock (holding the project's writes)."""
+
+REFIT_BACKOFF = 0.5
+"""Seconds an overtaken refit waits before it reads the answers again: a team posting in a
+burst overtakes it; a pause lets it through."""
 
 
 def refit(work: ProjectWork, fitted: Fitted | None = None) -> Applied | None:
@@ -224,8 +235,9 @@ def _refit_once(opener: ProjectOpener, project_id: int,
 def refit_job(opener: ProjectOpener, database: Database, project_id: int,
               context: JobContext) -> dict[str, Any]:
     """The job :data:`REFIT`: the consensus computed without the project's lock, then stored
-    under it if no write came meanwhile (up to :data:`REFIT_TRIES` times; then computed under
-    the lock); its result says what changed."""
+    under it if no write came meanwhile (up to :data:`REFIT_TRIES` times,
+    :data:`REFIT_BACKOFF` apart; then computed under the lock); its result says what
+    changed."""
     context.progress(0.0, "refitting the consensus")
     applied = None
     for tries in range(REFIT_TRIES + 1):
@@ -236,6 +248,7 @@ def refit_job(opener: ProjectOpener, database: Database, project_id: int,
         if ran:
             break
         context.progress((tries + 1) / (REFIT_TRIES + 1), "overtaken; computing again")
+        time.sleep(REFIT_BACKOFF)
     if applied is None:
         return {"refitted": False}
     closed, opened = applied.beside((-1, -1))
