@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from app.db import Database
 from app.services import asking
+from app.services.labels import incremental
 from app.services.state import StateRegistry
 from app.services.training import Trainer
 from app.services.unit import Limits, ProjectView, open_project
@@ -42,9 +43,11 @@ class Runtime:
         """A runtime for ``settings``: the database's engine, an empty cache, a trainer.
 
         The database must be migrated; :meth:`close` ends the trainer and the engine. The
-        team's question policy takes its check rate from the settings.
+        team's question policy takes its check rate from the settings, the incremental
+        consensus its threshold.
         """
         asking.configure(settings.check_rate)
+        incremental.configure(settings.consensus_local_from)
         registry = StateRegistry()
         return cls(settings, Database(settings.database_url, settings), registry,
                    Trainer(registry))

@@ -48,6 +48,7 @@ __all__ = [
     "ConceptsCreated",
     "DecidedPair",
     "Health",
+    "ConsensusAsOf",
     "LabelCreated",
     "LabelIn",
     "LabelItem",
@@ -65,6 +66,7 @@ __all__ = [
     "PairPage",
     "PairRead",
     "PairStatus",
+    "PendingPair",
     "PairsCreate",
     "PairsCreated",
     "PredictionItem",
@@ -385,6 +387,24 @@ class DisagreementPairRef(BaseModel):
                     "\"open\": it stays open.")
 
 
+class PendingPair(BaseModel):
+    a: str
+    b: str
+
+
+class ConsensusAsOf(BaseModel):
+    """How current a `consensus` project's labels are (docs/consensus.md, "Incremental
+    consensus")."""
+
+    as_of: int | None = Field(description="The project version of the last full consensus "
+                              "of every live answer (every answer stored before it counted).")
+    pending: list[PendingPair] = Field(
+        default_factory=list, description="The pairs repaired locally since, with the last "
+        "fit's accuracies held fixed: until the background refit, the labels may differ from a "
+        "full recompute here (and on pairs answered both ways, whose decision the refitted "
+        "accuracies may move). Empty: the labels are the full consensus of `as_of`.")
+
+
 class LabelCreated(BaseModel):
     id: int = Field(description="The asserted label this answer created or agrees with "
                                 "(0: none; in consensus, a disputed pair may have none).")
@@ -420,6 +440,9 @@ class LabelCreated(BaseModel):
     check_failed: bool = Field(
         default=False, description="This answer said negative to a pair decided positive "
         "through other concepts: show the annotator the question's definition again.")
+    consensus: ConsensusAsOf | None = Field(
+        default=None, description="consensus: how current the labels are after this answer "
+        "(null in `strict`, or before any full consensus).")
 
 
 class BulkLabelsCreated(BaseModel):
@@ -464,6 +487,9 @@ class LabelPage(BaseModel):
     next: str | None = Field(
         default=None, description="The cursor of the next page (pass it as `after`); null "
         "on the last page.")
+    consensus: ConsensusAsOf | None = Field(
+        default=None, description="consensus: how current the labels are (null in `strict`, "
+        "or before any full consensus).")
 
 
 class ModelInfo(BaseModel):

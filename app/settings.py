@@ -52,6 +52,11 @@ class Settings(BaseSettings):
         default=CHECK_RATE, ge=0, le=1, description="In `consensus`, the share of an annotator's "
         "questions that are check questions until they passed more checks than they failed."
     )
+    consensus_local_from: int = Field(
+        default=1000, ge=0, description="In `consensus`, a contested answer on a project with at "
+        "least this many asserted labels is repaired on its pair at once (the last fit's "
+        "accuracies held fixed) and the full consensus refitted by a background job; below it, "
+        "the full consensus is computed in the request (docs/consensus.md).")
     fresh_timeout: float = Field(
         default=10.0, gt=0, description="How long `?fresh=true` waits for a model trained on "
         "the current labels before answering 503."

@@ -98,6 +98,11 @@ class Project(Base):
     # The question annotators are asked, with ``{a}`` and ``{b}``; None: the default wording.
     question: Mapped[str | None] = mapped_column(Text, nullable=True)
     reviewer_key_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # ``consensus``: the project version of the last full consensus (None: none yet, or
+    # ``strict``), and the pairs repaired locally since, JSON ``[[a_id, b_id], ...]`` (None:
+    # none), each waiting for the background refit (app.services.labels.incremental).
+    consensus_as_of: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    consensus_pending: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class Concept(Base):

@@ -19,9 +19,11 @@ from app.routes.common import (
     WriteProject,
     problem_responses,
 )
+from app.routes.jobs import job_read
 from app.schemas import (
     BulkLabels,
     BulkLabelsCreated,
+    JobRead,
     LabelCreated,
     LabelIn,
     LabelPage,
@@ -32,6 +34,8 @@ from app.security import MAX_ID, Caller, CallerDep, MemberDep
 from app.services import labels as service
 from app.services.idempotency import Idempotency, InFlight, StoredResponse, request_hash
 from app.services.labels import Refused, Written
+from app.services.labels.incremental import schedule_refit
+from app.services.team import consensus_as_of, pending_pairs
 from app.services.unit import ProjectWork
 
 __all__ = ["router"]
@@ -108,7 +112,11 @@ def post_label(body: LabelIn, work: WriteProject, request: Request, inflight: In
     name is 403).
     """
     body = _as(caller, body)
-    return _once(service.post_label, "label", work, body, request, inflight, idempotency_key)
+    response = _once(service.post_label, "label", work, body, request, inflight,
+                     idempotency_key)
+    if pending_pairs(work.project):  # a contested answer repaired locally: refit later
+        schedule_refit(request.app.state.jobs, request.app.state.runtime, work.project.id)
+    return response
 
 
 @router.post("/bulk", status_code=201, response_model=BulkLabelsCreated,
@@ -119,6 +127,20 @@ def post_bulk(body: BulkLabels, work: WriteProject, request: Request, inflight: 
     With an annotator key every label is that annotator's (as for a single label)."""
     body = BulkLabels.model_construct(labels=[_as(caller, item) for item in body.labels])
     return _once(service.post_bulk, "bulk", work, body, request, inflight, idempotency_key)
+
+
+@router.post("/refit", status_code=202, response_model=JobRead)
+def refit_labels(view: ReadProject, request: Request) -> JSONResponse:
+    """Refit the full consensus of a `consensus` project now, as a job (`Location`): the
+    labels of the pairs repaired locally since `consensus.as_of` (`GET labels`) become
+    those of a full recompute. One refit waits per project: this answers the one queued
+    already, if any. Its result says what changed (`refitted` false: nothing was pending,
+    as always in `strict`)."""
+    state = request.app.state
+    job = schedule_refit(state.jobs, state.runtime, view.project.id, quiet=False)
+    assert job is not None  # not quiet: JobsBusy (503) instead
+    return JSONResponse(job_read(job).model_dump(mode="json"), status_code=202,
+                        headers={"Location": request.scope.get("root_path", "") + job.location})
 
 
 @router.delete("/{label_id:int}", response_model=LabelRetracted, responses=problem_responses(409))
@@ -157,4 +179,5 @@ def list_labels(
         view.session, view.state.project_id, source=source, label=label,
         include_retracted=include_retracted,
         limit=limit, offset=offset, caused_by=caused_by, after=after)
-    return LabelPage.model_validate({"items": items, "total": total, "next": cursor})
+    return LabelPage.model_validate({"items": items, "total": total, "next": cursor,
+                                     "consensus": consensus_as_of(view.project, view.state)})

@@ -4,16 +4,20 @@ of each annotator, of each pair of annotators and of the whole team with it.
 The consensus is :func:`reasoning.consensus.consensus` over every live answer that counts
 (retracted ones and those of excluded annotators left out), keyed by concept ids; the view is
 :func:`reasoning.consensus.agreement` of every live answer with it (an excluded annotator's
-row says ``excluded`` and how far their answers agree with the consensus of the others). Both
-are computed again only when the answers change: the view, with the ids of each annotator's
+row says ``excluded`` and how far their answers agree with the consensus of the others).
+In a ``consensus`` project the consensus is the project's last full fit
+(:func:`app.services.team.last_fit`), and the view is computed again only when a full fit
+moves ``consensus_as_of`` (the background refit computes it before its lock and keeps it:
+:func:`view_of`, :func:`keep_fitted_view`); elsewhere
+it is computed again only when the answers change. The view, with the ids of each annotator's
 minority answers (those ``GET answers?minority=true`` lists), is cached on the project's state
-with the fingerprint of the answers it came from (:func:`app.services.team.answers_fingerprint`),
+with that mark (or the fingerprint of the answers, :func:`app.services.team.answers_fingerprint`),
 so that a page polling the view, or paging through minority answers, costs one small query.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -23,22 +27,28 @@ from sqlalchemy.orm import Session
 from app.schemas import AgreementRead
 from app.services.state import ProjectState
 from app.services.team import (
+    LiveAnswer,
     answers_fingerprint,
     cached_agreement,
     counting,
     excluded_annotators,
     keep_agreement,
+    last_fit,
     live_answers,
     votes,
 )
-from reasoning.consensus import agreement, consensus
+from models import Project
+from reasoning.consensus import Consensus, agreement, consensus
 
 __all__ = [
     "AGREEMENT_CSV_COLUMNS",
+    "ComputedView",
     "agreement_rows",
     "agreement_view",
     "minority_answer_ids",
+    "keep_fitted_view",
     "minority_url",
+    "view_of",
 ]
 
 AGREEMENT_CSV_COLUMNS = [
@@ -52,7 +62,7 @@ oldest first, separated by spaces)."""
 
 
 @dataclass(frozen=True)
-class _Computed:
+class ComputedView:
     """The view's JSON shape without the policy, and per annotator the ids of their minority
     answers, ascending."""
 
@@ -66,31 +76,53 @@ def minority_url(project_id: int, annotator: str | None) -> str:
     return f"/projects/{project_id}/answers?{urlencode({**who, 'minority': 'true'})}"
 
 
-def _compute(session: Session, state: ProjectState) -> _Computed:
-    known = state.name_of
+def _compute(session: Session, state: ProjectState, fitted: bool) -> ComputedView:
+    """The view over every live answer: with the project's last full fit (``fitted``: a
+    ``consensus`` project, whose fit is kept) or a consensus computed now."""
     excluded = excluded_annotators(session, state.project_id)
     rows = live_answers(session, state.project_id)
+    fit = last_fit(state, counting(rows, excluded)) if fitted else None
+    return view_of(state.project_id, list(state.name_of), rows, excluded, fit)
+
+
+def view_of(project_id: int, concepts: Sequence[Hashable], rows: Sequence[LiveAnswer],
+            excluded: frozenset[str], fit: Consensus | None) -> ComputedView:
+    """The view of the live answers ``rows`` with the consensus ``fit`` (None: computed now
+    from the answers that count); touches no state (a refit computes it before its lock)."""
+    known = set(concepts)
     answers = [answer for answer in votes(rows)
                if answer.a in known and answer.b in known and answer.a != answer.b]
     kept = {r.id for r in counting(rows, excluded)}
-    concepts: list[Hashable] = list(known)
-    computed = agreement(answers, consensus([a for a in answers if a.order in kept], concepts))
+    if fit is None:
+        fit = consensus([a for a in answers if a.order in kept], concepts)
+    computed = agreement(answers, fit)
     shape = computed.as_dict()
     for row in shape["annotators"]:
-        row["minority_url"] = minority_url(state.project_id, row["annotator"])
+        row["minority_url"] = minority_url(project_id, row["annotator"])
         row["excluded"] = row["annotator"] in excluded
-    return _Computed(shape, {name: tuple(ids) for name, ids in computed.minority.items()})
+    return ComputedView(shape, {name: tuple(ids) for name, ids in computed.minority.items()})
 
 
-def _current(session: Session, state: ProjectState) -> _Computed:
-    """The cached computation of the answers as they are now, computed first if stale."""
-    mark = answers_fingerprint(session, state.project_id)
+def _current(session: Session, state: ProjectState) -> ComputedView:
+    """The cached computation, computed first if stale: in ``consensus``, that of the last
+    full fit (kept until the next one, ``consensus_as_of``: a contested answer repaired on
+    its pair does not make it stale); else that of the answers as they are now."""
+    project = session.get(Project, state.project_id)
+    fitted = project is not None and project.consensus_as_of is not None  # consensus
+    mark = (-1, int(project.consensus_as_of or 0)) if fitted and project is not None else \
+        answers_fingerprint(session, state.project_id)
     cached = cached_agreement(state, mark)
-    if isinstance(cached, _Computed):
+    if isinstance(cached, ComputedView):
         return cached
-    computed = _compute(session, state)
+    computed = _compute(session, state, fitted)
     keep_agreement(state, mark, computed)
     return computed
+
+
+def keep_fitted_view(state: ProjectState, as_of: int, view: ComputedView) -> None:
+    """Cache ``view``, that of the full fit of version ``as_of`` (a refit stores it, so that
+    no reader waits for it; under the project's lock)."""
+    keep_agreement(state, (-1, as_of), view)
 
 
 def agreement_view(session: Session, state: ProjectState, policy: str) -> AgreementRead:

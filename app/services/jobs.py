@@ -66,6 +66,7 @@ __all__ = [
     "FINISHED",
     "IMPORT",
     "NEVER_SUPERSEDED",
+    "REFIT",
     "JobCancelled",
     "JobContext",
     "JobFunction",
@@ -85,7 +86,10 @@ SHUT_DOWN = "interrupted by a shutdown"
 
 IMPORT = "import"
 """The kind of an import's job (``POST /projects/{pid}/import``)."""
-NEVER_SUPERSEDED = frozenset({IMPORT})
+REFIT = "consensus-refit"
+"""The kind of a ``consensus`` project's background refit (one queued per project at most:
+:func:`app.services.labels.incremental.schedule_refit`)."""
+NEVER_SUPERSEDED = frozenset({IMPORT, REFIT})
 """Kinds of job that a newer job never replaces, and that never replace a waiting one."""
 
 REPORT_INTERVAL = 0.5

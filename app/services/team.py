@@ -14,6 +14,7 @@ write, an eviction, a deleted project).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.schemas import ConsensusAsOf, PendingPair
 from app.services.state import ProjectState
 from models import AnnotatorExclusion, Answer, Project, ReaskedPair
 from reasoning.consensus import Consensus, Vote, consensus
@@ -29,6 +31,7 @@ __all__ = [
     "LiveAnswer",
     "answers_fingerprint",
     "cached_agreement",
+    "consensus_as_of",
     "counting",
     "excluded_annotators",
     "keep_agreement",
@@ -36,6 +39,7 @@ __all__ = [
     "live_answers",
     "live_of",
     "pair_answers",
+    "pending_pairs",
     "reasked_pairs",
     "votes",
 ]
@@ -152,3 +156,23 @@ def cached_agreement(state: ProjectState, mark: tuple[int, ...]) -> Any:
 def keep_agreement(state: ProjectState, mark: tuple[int, ...], view: Any) -> None:
     """Cache ``view``, computed from the answers of fingerprint ``mark`` (under the lock)."""
     state.team = replace(state.team, agreement=(mark, view))
+
+
+def pending_pairs(project: Project) -> list[tuple[int, int]]:
+    """The pairs of a ``consensus`` project repaired locally since its last full consensus
+    (``docs/consensus.md``, "Incremental consensus"), in the order they were first repaired."""
+    if not project.consensus_pending:
+        return []
+    return [(int(a), int(b)) for a, b in json.loads(project.consensus_pending)]
+
+
+def consensus_as_of(project: Project, state: ProjectState) -> ConsensusAsOf | None:
+    """How current the labels of ``project`` are: the project version of its last full
+    consensus and the pairs repaired since (None: none yet, or ``strict``, whose switch clears
+    both)."""
+    if project.consensus_as_of is None and not project.consensus_pending:
+        return None
+    name = state.name_of
+    return ConsensusAsOf(as_of=project.consensus_as_of, pending=[
+        PendingPair(a=name[a], b=name[b]) for a, b in pending_pairs(project)
+        if a in name and b in name])

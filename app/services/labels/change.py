@@ -47,6 +47,7 @@ from reasoning.consensus import Consensus, Vote, consensus
 
 __all__ = [
     "Applied",
+    "Fitted",
     "NewAnswer",
     "Recomputed",
     "TeamChange",
@@ -55,7 +56,9 @@ __all__ = [
     "mark_excluded",
     "plan_change",
     "run_change",
+    "store_answers",
     "store_change",
+    "sync_outcomes",
 ]
 
 UNSTORED = 2**62
@@ -137,23 +140,44 @@ class Recomputed:
     left_out: tuple[LiveAnswer, ...] = ()  # their live answers (outcome ``excluded``)
 
 
-def plan_change(work: ProjectWork, change: TeamChange) -> Recomputed:
+@dataclass(frozen=True)
+class Fitted:
+    """The consensus of the live answers as read at one project version, computed before
+    the project's lock was taken (a refit): valid while the version has not moved."""
+
+    version: int
+    live: list[LiveAnswer]
+    excluded: frozenset[str]
+    result: Consensus
+
+
+def plan_change(work: ProjectWork, change: TeamChange,
+                fitted: Fitted | None = None) -> Recomputed:
     """The consensus after ``change`` and the label changes it makes (no lock held): of
-    the live answers that count, the excluded annotators' left out."""
+    the live answers that count, the excluded annotators' left out. ``fitted``: the answers
+    and their consensus read and computed already at the state's version (a refit, with no
+    answer added or retracted)."""
     session, pid = work.session, work.state.project_id
-    excluded = excluded_annotators(session, pid) if change.exclude is None else change.exclude
-    live = [r for r in live_answers(session, pid) if r.id not in change.retract]
+    if fitted is not None:
+        excluded, live = fitted.excluded, fitted.live
+    else:
+        excluded = excluded_annotators(session, pid) if change.exclude is None \
+            else change.exclude
+        live = [r for r in live_answers(session, pid) if r.id not in change.retract]
     rows = counting(live, excluded)
     kept = {r.id for r in rows}
     extra = [v for v in change.votes() if v.reviewer or v.annotator not in excluded]
-    plan = _plan(work.state, rows, extra)
+    plan = _plan(work.state, rows, extra, None if fitted is None else fitted.result)
     return replace(plan, excluded=excluded,
                    left_out=tuple(r for r in live if r.id not in kept))
 
 
-def _plan(state: ProjectState, rows: list[LiveAnswer], extra: Sequence[Vote]) -> Recomputed:
-    """The consensus of ``rows`` (and ``extra``, answers not stored yet) and its changes."""
-    result = consensus([*votes(rows), *extra], state.closure.concepts)
+def _plan(state: ProjectState, rows: list[LiveAnswer], extra: Sequence[Vote],
+          fitted: Consensus | None = None) -> Recomputed:
+    """The consensus of ``rows`` (and ``extra``, answers not stored yet; ``fitted`` when
+    computed already) and its changes."""
+    result = fitted if fitted is not None else consensus([*votes(rows), *extra],
+                                                         state.closure.concepts)
     current = state.labels
     decided = cast(dict[tuple[int, int], bool], result.labels)
     remove = sorted(live.id for pair, live in current.items()
@@ -213,7 +237,7 @@ def store_change(work: ProjectWork, project: Project, change: TeamChange,
     """Store ``change`` and its ``plan`` (inside the write transaction); move the cache."""
     session, state, now = work.session, work.state, utcnow()
     before = state.closure
-    added = _store_answers(work, project, change.add)
+    added = store_answers(work, project, change.add)
     stamp_retracted(session, change.retract, now)
     if change.policy is not None:
         project.policy = change.policy
@@ -228,12 +252,21 @@ def store_change(work: ProjectWork, project: Project, change: TeamChange,
     ids_counted = {r.id for r in counted}
     mark_excluded(session, [*plan.left_out, *(r for r in added if r.id not in ids_counted)])
     states = sync_disagreements(session, project.id, plan.result, change.reason(), now)
+    _settled(project)
     work.stage_team(replace(state.team, fit=plan.result))
     ref = states.get(change.pair) if change.pair is not None else None
     return Applied(plan, added, before, ref, ids, now, states)
 
 
-def _store_answers(work: ProjectWork, project: Project,
+def _settled(project: Project) -> None:
+    """A full consensus of every live answer was stored: it is that of the project's version
+    now, and no pair waits for a refit any more (``docs/consensus.md``, "Incremental
+    consensus")."""
+    project.consensus_as_of = project.version
+    project.consensus_pending = None
+
+
+def store_answers(work: ProjectWork, project: Project,
                    new: tuple[NewAnswer, ...]) -> list[LiveAnswer]:
     """Store the answers ``new`` (``contested`` until their outcomes follow the consensus),
     mark the check questions they answer, release the leases on their pairs."""

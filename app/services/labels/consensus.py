@@ -7,14 +7,17 @@ does not contradict takes the **fast path**, asserted exactly like a ``strict`` 
 consensus of answers without contradictions is their labels); an answer that gives its pair's
 label the value every answer on it gives is kept as ``agreed`` (no label can change); every
 other answer takes the **full path**, a :class:`app.services.labels.change.TeamChange` that
-refits the reliabilities and computes the whole consensus again. Bulk labels and imports: every
+refits the reliabilities and computes the whole consensus again; in a project of
+``SPORAL_CONSENSUS_LOCAL_FROM`` labels or more it takes the **local path** instead
+(:mod:`app.services.labels.incremental`): repaired on its own pair now, refitted by a
+background job. Bulk labels and imports: every
 label an answer, one full path for all of them. Retractions, a reviewer's resolution and a
 switch to ``consensus`` are full paths too.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from sqlalchemy import select, update
@@ -47,6 +50,7 @@ from app.services.labels.change import (
     run_change,
     store_change,
 )
+from app.services.labels.incremental import LocalPath, local_ready, plan_local, store_local
 from app.services.labels.proofs import check_pair
 from app.services.labels.shared import (
     ClosureDiff,
@@ -63,7 +67,12 @@ from app.services.labels.shared import (
 )
 from app.services.labels.store import release
 from app.services.state import LiveLabel
-from app.services.team import LiveAnswer, excluded_annotators, pair_answers
+from app.services.team import (
+    LiveAnswer,
+    consensus_as_of,
+    excluded_annotators,
+    pair_answers,
+)
 from app.services.unit import ProjectWork
 from models import CheckQuestion, Disagreement, Project, utcnow
 from reasoning.closure import ContradictionError
@@ -115,7 +124,7 @@ class _FastPath:
     check: int | None
 
 
-_Plan = _Repeat | _Agrees | _FullPath | _FastPath
+_Plan = _Repeat | _Agrees | _FullPath | _FastPath | LocalPath
 
 
 def _plan_answer(work: ProjectWork, body: LabelIn) -> _Plan:
@@ -128,7 +137,8 @@ def _plan_answer(work: ProjectWork, body: LabelIn) -> _Plan:
         return _Repeat(mine[-1])
     check = served_check(session, state.project_id, body.annotator, a_id, b_id)
     live = state.labels.get((a_id, b_id))
-    if body.annotator in excluded_annotators(session, state.project_id):
+    excluded = excluded_annotators(session, state.project_id)
+    if body.annotator in excluded:
         pass  # kept, not counted: the full path stores it as ``excluded``
     elif rows and live is not None and live.positive == positive and all(
             r.positive == positive for r in rows) and not _disputed(session, state.project_id,
@@ -145,6 +155,8 @@ def _plan_answer(work: ProjectWork, body: LabelIn) -> _Plan:
             return _FastPath(Planned(a_id, b_id, applied, was_decided), check)
     change = TeamChange(add=(NewAnswer(a_id, b_id, positive, body.annotator,
                                        body.source or "api", check=check),), pair=(a_id, b_id))
+    if body.annotator not in excluded and local_ready(work):  # a contested answer
+        return plan_local(work, change, rows, excluded)  # repaired on its pair, refit later
     return _FullPath(change, plan_change(work, change))
 
 
@@ -159,6 +171,8 @@ def _store_answer(work: ProjectWork, project: Project, body: LabelIn,
     if isinstance(plan, _FullPath):
         applied = store_change(work, project, plan.change, plan.plan)
         return Written(_full_created(work, body, applied))
+    if isinstance(plan, LocalPath):
+        return Written(store_local(work, project, body, plan))
     if isinstance(plan, _Agrees):
         live, outcome, update = plan.live, "agreed", None
         project.version += 1  # every stored answer moves the version
@@ -174,6 +188,14 @@ def _store_answer(work: ProjectWork, project: Project, body: LabelIn,
     return Written(label_created(state, body, live, annotator=body.annotator,
                                  answer_id=answer.id, created_at=answer.created_at,
                                  update=update))
+
+
+def _as_of(work: ProjectWork, project: Project,
+           written: Written[LabelCreated]) -> Written[LabelCreated]:
+    """``written`` saying how current the labels are after it (``consensus_as_of``)."""
+    answer = written.answer.model_copy(update={"consensus": consensus_as_of(project,
+                                                                            work.state)})
+    return replace(written, answer=answer)
 
 
 def _full_created(work: ProjectWork, body: LabelIn, applied: Applied) -> LabelCreated:
@@ -332,7 +354,8 @@ class ConsensusPolicy:
     def post(self, work: ProjectWork, body: LabelIn) -> Written[LabelCreated]:
         """Keep one answer and bring the asserted labels to the consensus."""
         return work.write(lambda work: _plan_answer(work, body),
-                          lambda work, project, plan: _store_answer(work, project, body, plan))
+                          lambda work, project, plan: _as_of(
+                              work, project, _store_answer(work, project, body, plan)))
 
     def post_bulk(self, work: ProjectWork, body: BulkLabels,
                   source: str) -> Written[BulkLabelsCreated]:

@@ -442,6 +442,7 @@ def _close_disagreements(work: ProjectWork, project: Project, plan: None) -> Non
     not listed as open work."""
     project.policy = STRICT.name
     project.version += 1
+    project.consensus_as_of = project.consensus_pending = None  # no consensus kept
     work.session.execute(update(Disagreement).where(
         Disagreement.project_id == project.id, Disagreement.closed_at.is_(None))
         .values(closed_at=utcnow(), closed_reason="policy", reopened_at=None))

@@ -1,0 +1,199 @@
+"""A ``consensus`` project at 2,000 / 20,000 / 100,000 answers: what one answer and the team's
+reads cost as the project grows (issue: incremental consensus).
+
+For each size a real ``sporal serve`` process on a fresh SQLite file holds one project whose
+team of five annotators answered ``size / 5`` pairs of a random order over ``--concepts``
+concepts (every annotator every pair, each answer wrong with probability ``--noise``), built
+by ``POST labels/bulk``. Then, timed from the client over loopback:
+
+* **contested**: ``--answers`` answers, each by a new annotator, against the answers already
+  on a random answered pair (``--pause`` seconds apart, a team's pace);
+* **agreeing**: as many answers by new annotators agreeing with a pair every answer agrees on;
+* **agreement cold / cached**: ``GET agreement`` once the answers changed (after the refit has
+  settled, where the service has one: ``POST labels/refit``, its job waited for), then again;
+* **disagreements**: ``GET disagreements`` first page (50).
+
+Prints one row per size with p50/p99 of the answers, the medians of the reads, the build time
+and the 1-minute load average (start–end). ``--serve-from DIR`` serves another checkout's code
+(``PYTHONPATH``), for a before/after comparison on the same machine::
+
+    python -m benchmarks.consensus_scale --sizes 2000 20000
+    python -m benchmarks.consensus_scale --sizes 2000 20000 --serve-from /tmp/main-checkout
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from benchmarks.serving import Server
+
+__all__ = ["Figures", "main", "run"]
+
+TEAM = ("t0", "t1", "t2", "t3", "t4")
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One size's measurements (seconds)."""
+
+    answers: int
+    build: float
+    contested: list[float]
+    agreeing: list[float]
+    agreement_cold: float
+    agreement_cached: float
+    disagreements: float
+    load: tuple[float, float]
+
+
+def _quantile(values: list[float], q: float) -> float:
+    return float(np.quantile(values, q)) if values else float("nan")
+
+
+def _team_answers(size: int, concepts: int, noise: float, rng: np.random.Generator
+                  ) -> tuple[list[dict[str, Any]], dict[tuple[str, str], list[bool]]]:
+    """Every annotator's answer on ``size / 5`` random pairs of a random order."""
+    rank = rng.permutation(concepts)
+    pairs: set[tuple[int, int]] = set()
+    while len(pairs) < size // len(TEAM):
+        a, b = (int(x) for x in rng.integers(0, concepts, 2))
+        if a != b and (b, a) not in pairs:
+            pairs.add((a, b))
+    items, given = [], {}
+    for a, b in sorted(pairs):
+        truth = bool(rank[a] < rank[b])
+        values = [truth ^ bool(rng.random() < noise) for _ in TEAM]
+        given[(f"c{a}", f"c{b}")] = values
+        items += [{"a": f"c{a}", "b": f"c{b}", "annotator": who,
+                   "label": "positive" if value else "negative"}
+                  for who, value in zip(TEAM, values, strict=True)]
+    return items, given
+
+
+def _build(client: httpx.Client, size: int, concepts: int, noise: float,
+           rng: np.random.Generator) -> tuple[int, dict[tuple[str, str], list[bool]], float]:
+    """The project, its answers by bulk; its id, the answers per pair, the build time."""
+    pid = int(client.post("/projects", json={"name": f"scale-{size}", "policy": "consensus"})
+              .raise_for_status().json()["id"])
+    client.post(f"/projects/{pid}/concepts", json={
+        "concepts": [{"name": f"c{k}"} for k in range(concepts)]}).raise_for_status()
+    items, given = _team_answers(size, concepts, noise, rng)
+    start = time.perf_counter()
+    client.post(f"/projects/{pid}/labels/bulk", json={"labels": items},
+                timeout=3600).raise_for_status()
+    return pid, given, time.perf_counter() - start
+
+
+def _settle(client: httpx.Client, pid: int) -> None:
+    """Wait for the background refit (a service without one answers 404 or 405)."""
+    response = client.post(f"/projects/{pid}/labels/refit")
+    if response.status_code in (404, 405):
+        return
+    response.raise_for_status()
+    while True:
+        job = client.get(response.headers["Location"])
+        if job.status_code == 404 or job.json()["state"] not in ("queued", "running"):
+            return
+        time.sleep(0.05)
+
+
+def _timed_post(client: httpx.Client, pid: int, body: dict[str, Any]) -> float:
+    start = time.perf_counter()
+    client.post(f"/projects/{pid}/labels", json=body).raise_for_status()
+    return time.perf_counter() - start
+
+
+def _answers(client: httpx.Client, pid: int, given: dict[tuple[str, str], list[bool]],
+             n: int, pause: float, rng: np.random.Generator) -> tuple[list[float], list[float]]:
+    """``n`` contested answers, then ``n`` agreeing ones, each by a new annotator."""
+    pairs = list(given)
+    picks = rng.choice(len(pairs), 2 * n, replace=False)
+    contested, agreeing = [], []
+    for k, index in enumerate(picks[:n]):
+        (a, b), values = pairs[int(index)], given[pairs[int(index)]]
+        majority = sum(values) * 2 > len(values)
+        body = {"a": a, "b": b, "annotator": f"new-{k}",
+                "label": "negative" if majority else "positive"}
+        contested.append(_timed_post(client, pid, body))
+        time.sleep(pause)
+    _settle(client, pid)
+    unanimous = [p for p in pairs if len(set(given[p])) == 1]
+    for k, index in enumerate(rng.choice(len(unanimous), n, replace=False)):
+        (a, b) = unanimous[int(index)]
+        body = {"a": a, "b": b, "annotator": f"agree-{k}",
+                "label": "positive" if given[(a, b)][0] else "negative"}
+        agreeing.append(_timed_post(client, pid, body))
+        time.sleep(pause)
+    return contested, agreeing
+
+
+def _read(client: httpx.Client, path: str) -> float:
+    start = time.perf_counter()
+    client.get(path).raise_for_status()
+    return time.perf_counter() - start
+
+
+def run(size: int, *, concepts: int, noise: float, n: int, pause: float, seed: int,
+        serve_from: Path | None) -> Figures:
+    """Build one project of ``size`` answers on a fresh server and measure it."""
+    rng = np.random.default_rng(seed)
+    env = {"PYTHONPATH": str(serve_from)} if serve_from else {}
+    with tempfile.TemporaryDirectory(prefix="sporal-scale-") as tmp:
+        server = Server(f"sqlite:///{tmp}/scale.db", Path(tmp), env=env).start()
+        try:
+            with httpx.Client(base_url=server.base_url, timeout=600) as client:
+                load = os.getloadavg()[0]
+                pid, given, build = _build(client, size, concepts, noise, rng)
+                contested, agreeing = _answers(client, pid, given, n, pause, rng)
+                _settle(client, pid)
+                cold = _read(client, f"/projects/{pid}/agreement")
+                cached = statistics.median(_read(client, f"/projects/{pid}/agreement")
+                                           for _ in range(5))
+                pages = statistics.median(_read(client, f"/projects/{pid}/disagreements"
+                                                "?limit=50") for _ in range(5))
+                return Figures(size, build, contested, agreeing, cold, cached, pages,
+                               (load, os.getloadavg()[0]))
+        finally:
+            server.stop()
+
+
+def _row(f: Figures) -> str:
+    ms = 1000.0
+    return (f"| {f.answers:,} | {f.build:.1f} s | {_quantile(f.contested, .5) * ms:.0f} / "
+            f"{_quantile(f.contested, .99) * ms:.0f} ms | {_quantile(f.agreeing, .5) * ms:.0f} ms"
+            f" | {f.agreement_cold * ms:.0f} / {f.agreement_cached * ms:.0f} ms | "
+            f"{f.disagreements * ms:.0f} ms | {f.load[0]:.1f}–{f.load[1]:.1f} |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 20000, 100000])
+    parser.add_argument("--concepts", type=int, default=300)
+    parser.add_argument("--noise", type=float, default=0.1)
+    parser.add_argument("--answers", type=int, default=30)
+    parser.add_argument("--pause", type=float, default=0.25)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--serve-from", type=Path, default=None)
+    args = parser.parse_args(argv)
+    print("| answers | build (bulk) | contested p50 / p99 | agreeing p50 | "
+          "`GET agreement` cold / cached | `GET disagreements` first page | load (1 min) |")
+    print("|---|---|---|---|---|---|---|")
+    for size in args.sizes:
+        figures = run(size, concepts=args.concepts, noise=args.noise, n=args.answers,
+                      pause=args.pause, seed=args.seed, serve_from=args.serve_from)
+        print(_row(figures), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
