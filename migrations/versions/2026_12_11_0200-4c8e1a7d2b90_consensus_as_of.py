@@ -8,7 +8,7 @@ contested answer takes the full path again, nothing is lost (the refit recompute
 from the answers).
 
 Revision ID: 4c8e1a7d2b90
-Revises: 9d6b2e4f7a15
+Revises: 6a1c3e5b7d92
 Create Date: 2026-12-11 01:00:00
 """
 
@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "4c8e1a7d2b90"
-down_revision: str | None = "9d6b2e4f7a15"
+down_revision: str | None = "6a1c3e5b7d92"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
