@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, cast
 
-from sqlalchemy import Select, select
+from sqlalchemy import Select, select, tuple_
 from sqlalchemy.orm import Session
 
 from app.errors import DisagreementNotFound
@@ -57,8 +57,7 @@ def _answers(session: Session, state: ProjectState, pairs: set[tuple[int, int]],
         return out
     rows = session.scalars(select(Answer).where(
         Answer.project_id == state.project_id, Answer.retracted_at.is_(None),
-        Answer.a_id.in_(sorted({a for a, _ in pairs})),
-        Answer.b_id.in_(sorted({b for _, b in pairs}))).order_by(Answer.id))
+        tuple_(Answer.a_id, Answer.b_id).in_(sorted(pairs))).order_by(Answer.id))
     for row in rows:
         bucket = out.get((row.a_id, row.b_id))
         if bucket is not None:
