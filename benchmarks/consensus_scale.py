@@ -11,7 +11,13 @@ by ``POST labels/bulk``. Then, timed from the client over loopback:
 * **agreeing**: as many answers by new annotators agreeing with a pair every answer agrees on;
 * **agreement cold / cached**: ``GET agreement`` once the answers changed (after the refit has
   settled, where the service has one: ``POST labels/refit``, its job waited for), then again;
-* **disagreements**: ``GET disagreements`` first page (50).
+* **disagreements**: ``GET disagreements`` first page (50);
+* **five at once**: five new annotators each post ``--burst`` contested answers at the same
+  time (a thread each, no pause): the client-visible p50/p99 and the answers a second.
+
+``--postgres-url`` runs each size on a fresh database of that PostgreSQL server instead of a
+SQLite file, and ``--servers N`` starts N servers on the same database: the answers go to the
+servers in turn (the burst's annotators too), the reads to the first.
 
 Prints one row per size with p50/p99 of the answers, the medians of the reads, the build time
 and the 1-minute load average (start–end). ``--serve-from DIR`` serves another checkout's code
@@ -19,23 +25,27 @@ and the 1-minute load average (start–end). ``--serve-from DIR`` serves another
 
     python -m benchmarks.consensus_scale --sizes 2000 20000
     python -m benchmarks.consensus_scale --sizes 2000 20000 --serve-from /tmp/main-checkout
+    python -m benchmarks.consensus_scale --servers 2 --postgres-url postgresql+psycopg://...
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import numpy as np
 
-from benchmarks.serving import Server
+from benchmarks.serving import Server, postgres_database
 
 __all__ = ["Figures", "main", "run"]
 
@@ -54,6 +64,8 @@ class Figures:
     agreement_cached: float
     disagreements: float
     load: tuple[float, float]
+    burst: list[float] = field(default_factory=list)
+    burst_wall: float = float("nan")
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -113,28 +125,53 @@ def _timed_post(client: httpx.Client, pid: int, body: dict[str, Any]) -> float:
     return time.perf_counter() - start
 
 
-def _answers(client: httpx.Client, pid: int, given: dict[tuple[str, str], list[bool]],
+def _against(given: dict[tuple[str, str], list[bool]], pair: tuple[str, str],
+             annotator: str) -> dict[str, Any]:
+    """An answer of ``annotator`` against the majority of the answers on ``pair``."""
+    values = given[pair]
+    majority = sum(values) * 2 > len(values)
+    return {"a": pair[0], "b": pair[1], "annotator": annotator,
+            "label": "negative" if majority else "positive"}
+
+
+def _answers(clients: list[httpx.Client], pid: int, given: dict[tuple[str, str], list[bool]],
              n: int, pause: float, rng: np.random.Generator) -> tuple[list[float], list[float]]:
-    """``n`` contested answers, then ``n`` agreeing ones, each by a new annotator."""
+    """``n`` contested answers, then ``n`` agreeing ones, each by a new annotator, sent to
+    the servers in turn."""
     pairs = list(given)
-    picks = rng.choice(len(pairs), 2 * n, replace=False)
+    picks = rng.choice(len(pairs), n, replace=False)
     contested, agreeing = [], []
-    for k, index in enumerate(picks[:n]):
-        (a, b), values = pairs[int(index)], given[pairs[int(index)]]
-        majority = sum(values) * 2 > len(values)
-        body = {"a": a, "b": b, "annotator": f"new-{k}",
-                "label": "negative" if majority else "positive"}
-        contested.append(_timed_post(client, pid, body))
+    for k, index in enumerate(picks):
+        body = _against(given, pairs[int(index)], f"new-{k}")
+        contested.append(_timed_post(clients[k % len(clients)], pid, body))
         time.sleep(pause)
-    _settle(client, pid)
+    _settle(clients[0], pid)
     unanimous = [p for p in pairs if len(set(given[p])) == 1]
     for k, index in enumerate(rng.choice(len(unanimous), n, replace=False)):
         (a, b) = unanimous[int(index)]
         body = {"a": a, "b": b, "annotator": f"agree-{k}",
                 "label": "positive" if given[(a, b)][0] else "negative"}
-        agreeing.append(_timed_post(client, pid, body))
+        agreeing.append(_timed_post(clients[k % len(clients)], pid, body))
         time.sleep(pause)
     return contested, agreeing
+
+
+def _burst(clients: list[httpx.Client], pid: int, given: dict[tuple[str, str], list[bool]],
+           each: int, rng: np.random.Generator) -> tuple[list[float], float]:
+    """Five new annotators post ``each`` contested answers at once (a thread each): every
+    answer's latency and the wall time of the whole burst."""
+    pairs = list(given)
+    picks = rng.choice(len(pairs), 5 * each, replace=False)
+
+    def one(who: int) -> list[float]:
+        client = clients[who % len(clients)]
+        return [_timed_post(client, pid, _against(given, pairs[int(picks[who * each + k])],
+                                                  f"burst-{who}")) for k in range(each)]
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        times = [t for part in pool.map(one, range(5)) for t in part]
+    return times, time.perf_counter() - start
 
 
 def _read(client: httpx.Client, path: str) -> float:
@@ -143,28 +180,50 @@ def _read(client: httpx.Client, path: str) -> float:
     return time.perf_counter() - start
 
 
+@dataclass(frozen=True)
+class Setup:
+    """Where a size runs: ``servers`` servers on a fresh SQLite file, or on a fresh database
+    of the PostgreSQL server ``postgres_url``; ``serve_from`` another checkout's code."""
+
+    servers: int = 1
+    postgres_url: str | None = None
+    serve_from: Path | None = None
+
+
+@contextlib.contextmanager
+def _servers(setup: Setup, tmp: str) -> Iterator[list[httpx.Client]]:
+    """The setup's servers started on a fresh database; a client for each."""
+    env = {"PYTHONPATH": str(setup.serve_from)} if setup.serve_from else {}
+    with contextlib.ExitStack() as stack:
+        url = (stack.enter_context(postgres_database(setup.postgres_url, "sporal_scale_"))
+               if setup.postgres_url else f"sqlite:///{tmp}/scale.db")
+        servers: list[Server] = []
+        stack.callback(lambda: [server.stop() for server in servers])
+        for _ in range(setup.servers):
+            servers.append(Server(url, Path(tmp), env=env).start())
+        yield [stack.enter_context(httpx.Client(base_url=s.base_url, timeout=600))
+               for s in servers]
+
+
 def run(size: int, *, concepts: int, noise: float, n: int, pause: float, seed: int,
-        serve_from: Path | None) -> Figures:
-    """Build one project of ``size`` answers on a fresh server and measure it."""
+        setup: Setup = Setup(), burst: int = 6) -> Figures:
+    """Build one project of ``size`` answers on fresh servers and measure it."""
     rng = np.random.default_rng(seed)
-    env = {"PYTHONPATH": str(serve_from)} if serve_from else {}
-    with tempfile.TemporaryDirectory(prefix="sporal-scale-") as tmp:
-        server = Server(f"sqlite:///{tmp}/scale.db", Path(tmp), env=env).start()
-        try:
-            with httpx.Client(base_url=server.base_url, timeout=600) as client:
-                load = os.getloadavg()[0]
-                pid, given, build = _build(client, size, concepts, noise, rng)
-                contested, agreeing = _answers(client, pid, given, n, pause, rng)
-                _settle(client, pid)
-                cold = _read(client, f"/projects/{pid}/agreement")
-                cached = statistics.median(_read(client, f"/projects/{pid}/agreement")
-                                           for _ in range(5))
-                pages = statistics.median(_read(client, f"/projects/{pid}/disagreements"
-                                                "?limit=50") for _ in range(5))
-                return Figures(size, build, contested, agreeing, cold, cached, pages,
-                               (load, os.getloadavg()[0]))
-        finally:
-            server.stop()
+    with tempfile.TemporaryDirectory(prefix="sporal-scale-") as tmp, \
+            _servers(setup, tmp) as clients:
+        client, load = clients[0], os.getloadavg()[0]
+        pid, given, build = _build(client, size, concepts, noise, rng)
+        contested, agreeing = _answers(clients, pid, given, n, pause, rng)
+        _settle(client, pid)
+        cold = _read(client, f"/projects/{pid}/agreement")
+        cached = statistics.median(_read(client, f"/projects/{pid}/agreement")
+                                   for _ in range(5))
+        pages = statistics.median(_read(client, f"/projects/{pid}/disagreements?limit=50")
+                                  for _ in range(5))
+        together, wall = _burst(clients, pid, given, burst, rng) if burst else ([], 0.0)
+        _settle(client, pid)
+        return Figures(size, build, contested, agreeing, cold, cached, pages,
+                       (load, os.getloadavg()[0]), together, wall)
 
 
 def _row(f: Figures) -> str:
@@ -172,7 +231,15 @@ def _row(f: Figures) -> str:
     return (f"| {f.answers:,} | {f.build:.1f} s | {_quantile(f.contested, .5) * ms:.0f} / "
             f"{_quantile(f.contested, .99) * ms:.0f} ms | {_quantile(f.agreeing, .5) * ms:.0f} ms"
             f" | {f.agreement_cold * ms:.0f} / {f.agreement_cached * ms:.0f} ms | "
-            f"{f.disagreements * ms:.0f} ms | {f.load[0]:.1f}–{f.load[1]:.1f} |")
+            f"{f.disagreements * ms:.0f} ms | {_burst_cell(f)} | "
+            f"{f.load[0]:.1f}–{f.load[1]:.1f} |")
+
+
+def _burst_cell(f: Figures) -> str:
+    if not f.burst:
+        return "–"
+    return (f"{_quantile(f.burst, .5) * 1000:.0f} / {_quantile(f.burst, .99) * 1000:.0f} ms, "
+            f"{len(f.burst) / f.burst_wall:.1f} answers/s")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,13 +251,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pause", type=float, default=0.25)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--serve-from", type=Path, default=None)
+    parser.add_argument("--burst", type=int, default=6,
+                        help="contested answers each of five annotators posts at once (0: none)")
+    parser.add_argument("--servers", type=int, default=1)
+    parser.add_argument("--postgres-url", default=None,
+                        help="run on fresh databases of this PostgreSQL server, not SQLite")
     args = parser.parse_args(argv)
+    setup = Setup(args.servers, args.postgres_url, args.serve_from)
+    print(f"{'PostgreSQL' if args.postgres_url else 'SQLite'}, {args.servers} server(s)")
     print("| answers | build (bulk) | contested p50 / p99 | agreeing p50 | "
-          "`GET agreement` cold / cached | `GET disagreements` first page | load (1 min) |")
-    print("|---|---|---|---|---|---|---|")
+          "`GET agreement` cold / cached | `GET disagreements` first page | "
+          "five at once: p50 / p99, throughput | load (1 min) |")
+    print("|---|---|---|---|---|---|---|---|")
     for size in args.sizes:
         figures = run(size, concepts=args.concepts, noise=args.noise, n=args.answers,
-                      pause=args.pause, seed=args.seed, serve_from=args.serve_from)
+                      pause=args.pause, seed=args.seed, setup=setup, burst=args.burst)
         print(_row(figures), flush=True)
     return 0
 
