@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import pickle
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -34,9 +35,10 @@ import numpy as np
 from app.services.fitting import PREDICTION_MODELS, RANDOM_STATE
 from reasoning.closure import Closure
 from reasoning.consensus import consensus
+from reasoning.consensus.asking import AskPolicy, TeamView
 from reasoning.consistent import consistent_map
 from reasoning.data import load_domain
-from reasoning.quality import decided_wrong, predicted_wrong
+from reasoning.quality import decided_wrong, label_risk, predicted_wrong
 from reasoning.simulation.oracle import Team
 from reasoning.simulation.teams import run_team
 
@@ -65,15 +67,18 @@ def _predicted(closure: Closure, pairs: np.ndarray, X: np.ndarray, values: np.nd
             "predicted_low": count.low, "predicted_high": count.high}
 
 
-def _checkpoint(votes: list, n: int, pairs: np.ndarray, X: np.ndarray,
+def _checkpoint(votes: list, asked: dict, n: int, pairs: np.ndarray, X: np.ndarray,
                 truth: np.ndarray) -> dict[str, float | int | str]:
     result = consensus(votes, range(n))
     closure = result.closure if result.closure is not None else Closure(range(n))
-    confidence = {pair: (q if value else 1.0 - q) for pair, value in closure.asserted.items()
-                  for q in [result.posterior.get(pair, 1.0 if value else 0.0)]}
-    values = closure.values_by_index(pairs[:, 0], pairs[:, 1])
+    answers: dict = {}
+    for vote in votes:
+        answers.setdefault((vote.a, vote.b), []).append(vote)
     pool = [(int(a), int(b)) for a, b in pairs.tolist()]
-    count = decided_wrong(closure, confidence, pool, values)
+    view = TeamView(result, answers, set(pool), {p: asked[p] for p in answers if p in asked})
+    p_wrong, recalibration = label_risk(view, closure.asserted, AskPolicy())
+    values = closure.values_by_index(pairs[:, 0], pairs[:, 1])
+    count = decided_wrong(closure, p_wrong, pool, values, recalibration=recalibration)
     decided = values >= 0
     wrong = int(((values == 1) != truth)[decided].sum())
     return {"answers": len(votes), "decided": int(decided.sum()), "decided_wrong": wrong,
@@ -82,19 +87,38 @@ def _checkpoint(votes: list, n: int, pairs: np.ndarray, X: np.ndarray,
             **_predicted(closure, pairs, X, values, truth)}
 
 
-def one_run(folder: str, domain: str, repeat: int, noise: float, annotators: int) -> list[dict]:
-    """Every checkpoint of one team run on ``domain``."""
+def _simulate(data, domain: str, repeat: int, noise: float, annotators: int,
+              runs: Path | None) -> tuple[list, dict]:
+    """One team run's answers in order and the model's probability of each pair when it was
+    chosen new, read from ``runs`` (a folder of earlier runs) when it holds this run."""
+    path = None if runs is None else runs / f"{domain}-{repeat}-{noise}-{annotators}.pkl"
+    if path is not None and path.exists():
+        with path.open("rb") as handle:
+            return pickle.load(handle)
+    pairs, truth = data.index_pairs(), np.asarray(data.labels, dtype=bool)
+    team = Team.build(pairs, data.labels, (noise,) * annotators, ("independent",) * annotators,
+                      seed=0, repeat=repeat)
+    run = run_team(pairs, np.asarray(data.features, dtype=float), truth, len(data.concepts),
+                   team, "consensus", repeat=repeat)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as handle:
+            pickle.dump((run.votes, run.asked), handle)
+    return run.votes, run.asked
+
+
+def one_run(folder: str, domain: str, repeat: int, noise: float, annotators: int,
+            runs: Path | None = None) -> list[dict]:
+    """Every checkpoint of one team run on ``domain`` (``runs``: :func:`_simulate`)."""
     data = load_domain(folder, domain)
     pairs, truth = data.index_pairs(), np.asarray(data.labels, dtype=bool)
     X = np.asarray(data.features, dtype=float)
-    team = Team.build(pairs, data.labels, (noise,) * annotators, ("independent",) * annotators,
-                      seed=0, repeat=repeat)
-    run = run_team(pairs, X, truth, len(data.concepts), team, "consensus", repeat=repeat)
+    votes, asked = _simulate(data, domain, repeat, noise, annotators, runs)
     rows = []
     for share in CHECKPOINTS:
-        k = max(1, int(round(share * len(run.votes))))
+        k = max(1, int(round(share * len(votes))))
         rows.append({"domain": domain, "repeat": repeat, "noise": noise,
-                     **_checkpoint(run.votes[:k], len(data.concepts), pairs, X, truth)})
+                     **_checkpoint(votes[:k], asked, len(data.concepts), pairs, X, truth)})
     return rows
 
 
@@ -153,10 +177,12 @@ def main() -> None:
     parser.add_argument("--annotators", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", type=Path, default=Path("quality.csv"))
+    parser.add_argument("--runs", type=Path, default=None,
+                        help="a folder that keeps each team run's answers (read back when there)")
     args = parser.parse_args()
     started = time.time()
-    tasks = [(args.data, d, r, args.noise, args.annotators)
-             for d in args.domains.split(",") for r in range(args.repeats)]
+    tasks = [(args.data, d, r, args.noise, args.annotators, args.runs)
+             for r in range(args.repeats) for d in args.domains.split(",")]
     with ProcessPoolExecutor(args.jobs) as pool:
         rows = [row for rows in pool.map(one_run, *zip(*tasks, strict=True)) for row in rows]
     args.out.parent.mkdir(parents=True, exist_ok=True)
