@@ -21,7 +21,7 @@ positive when ``p ≥ 0.5``) is wrong with probability ``1 - p`` or ``p``, indep
 shift ``δ ~ N(0, SHIFT_SD²)`` of every pair's log-odds of being wrong: the model learnt from the
 decided pairs, which the closure and the question choice picked, not from pairs like the
 undecided rest, so its probabilities there may be off as a whole. The count is a
-Poisson-binomial mixed over ``δ``.
+Poisson-binomial (taken as the binomial of its mean and variance) mixed over ``δ``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+from scipy.special import gammaln
 
 from reasoning.closure import Closure
 from reasoning.consensus.asking import AskPolicy, TeamView
@@ -239,9 +240,23 @@ def predicted_wrong(proba: Sequence[float] | np.ndarray,
     probs[:, q <= 0.0] = 0.0
     probs[:, q >= 1.0] = 1.0
     means = probs.sum(axis=1)
-    size = int(min(len(q), np.ceil((means + _TAIL * np.sqrt(means)).max()))) + 1
-    pmf = _SHIFT_WEIGHTS @ _compound(probs, np.ones(len(q), dtype=np.int64), size)
+    variances = (probs * (1.0 - probs)).sum(axis=1)
+    pmf = _SHIFT_WEIGHTS @ _binomial(means, variances, len(q))
     return _interval(pmf, float(_SHIFT_WEIGHTS @ means), level)
+
+
+def _binomial(means: np.ndarray, variances: np.ndarray, n: int) -> np.ndarray:
+    """Per row, the binomial distribution on ``0 .. n`` of the given mean and variance (a
+    Poisson-binomial count's, which it matches closely: the predicted pairs are many and the
+    mixture over the shift is far wider than either), in closed form."""
+    p = np.clip(1.0 - variances / np.maximum(means, 1e-300), 1e-12, 1.0)[:, None]
+    trials = np.minimum(means[:, None] / p, n)
+    m = np.arange(n + 1, dtype=float)[None, :]
+    inside = m <= trials
+    log_pmf = (gammaln(trials + 1.0) - gammaln(m + 1.0) - gammaln(np.maximum(trials - m, 0.0) + 1.0)
+               + m * np.log(p) + np.maximum(trials - m, 0.0) * np.log1p(-np.minimum(p, 1 - 1e-16)))
+    pmf = np.where(inside, np.exp(log_pmf), 0.0)
+    return pmf / pmf.sum(axis=1, keepdims=True)
 
 
 def decided_wrong(closure: Closure, p_wrong: Mapping[Any, float],
