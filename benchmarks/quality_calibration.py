@@ -5,18 +5,23 @@ Each run is the project's team simulation (:func:`reasoning.simulation.teams.run
 ``consensus``, the default strategy). At each checkpoint (a share of the run's answers) the
 consensus of the answers so far is computed as the service computes it, then:
 
-* ``decided``: :func:`reasoning.quality.decided_wrong` from each label's posterior, against
-  the decided pool pairs the planted order contradicts;
+* ``decided``: :func:`reasoning.quality.decided_wrong` from each label's P(wrong) as the
+  service reads it (:func:`reasoning.quality.label_risk`: the annotators' accuracies, the
+  model's probability of the pair when the strategy chose it, recalibrated on the run's second
+  opinions), against the decided pool pairs the planted order contradicts;
 * ``predicted``: the service's prediction model (a random forest with its out-of-bag isotonic
   calibration, :mod:`app.services.fitting`) trained on the decided pool pairs,
   the pool completed into a strict order (:func:`reasoning.consistent.consistent_map`) and
   :func:`reasoning.quality.predicted_wrong` against the completed pairs the order contradicts.
 
 It prints, per domain and part, how often the true count fell in the 90% interval (the target
-is at least 80%) and the mean absolute error of the estimate, and writes every checkpoint to
-``--out`` (CSV) and a plot of estimate against truth beside it::
+is at least 80%), the mean absolute error of the estimate and the interval's mean width, and
+writes every checkpoint to ``--out`` (CSV) and a plot of estimate against truth beside it.
+``--runs`` keeps each team run's answers in a folder and reads them back, so that the
+computation can be measured again without simulating the teams again::
 
-    python -m benchmarks.quality_calibration --repeats 8 --out docs/results/teams/quality.csv
+    python -m benchmarks.quality_calibration --repeats 8 --runs runs/ \
+        --out docs/results/teams/quality.csv
 """
 
 from __future__ import annotations
@@ -123,7 +128,8 @@ def one_run(folder: str, domain: str, repeat: int, noise: float, annotators: int
 
 
 def summary(rows: list[dict]) -> Iterator[str]:
-    """Per domain and part: the interval's coverage and the estimate's mean absolute error."""
+    """Per domain and part: the interval's coverage, the estimate's mean absolute error and the
+    interval's mean width."""
     for domain in sorted({r["domain"] for r in rows}):
         mine = [r for r in rows if r["domain"] == domain]
         for part in ("decided", "predicted"):
@@ -133,9 +139,10 @@ def summary(rows: list[dict]) -> Iterator[str]:
             inside = np.mean([r[f"{part}_low"] <= r[f"{part}_wrong"] <= r[f"{part}_high"]
                               for r in got])
             mae = np.mean([abs(r[f"{part}_estimate"] - r[f"{part}_wrong"]) for r in got])
+            width = np.mean([r[f"{part}_high"] - r[f"{part}_low"] for r in got])
             true = np.mean([r[f"{part}_wrong"] for r in got])
             yield (f"| {domain} | {part} | {len(got)} | {100 * inside:.0f}% | {mae:.1f} | "
-                   f"{true:.1f} |")
+                   f"{width:.1f} | {true:.1f} |")
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -194,8 +201,8 @@ def main() -> None:
     print(f"{len(tasks)} runs, {len(rows)} checkpoints in {time.time() - started:.0f} s, "
           f"load {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores")
     print("| domain | part | checkpoints | true count in the 90% interval | mean abs. error | "
-          "mean true count |")
-    print("|---|---|---|---|---|---|")
+          "mean interval width | mean true count |")
+    print("|---|---|---|---|---|---|---|")
     for line in summary(rows):
         print(line)
 
