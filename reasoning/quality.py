@@ -61,14 +61,15 @@ PIVOT = float(np.log(0.1 / 0.9))
 
 CALIBRATE_BELOW = 0.5
 """The labels several people answered that :func:`label_risk` fits on: those whose first
-answer alone was wrong with a probability below this, as every label left with one answer
-is (a higher one is always asked again)."""
+answer alone was wrong with a probability below this, as the labels left with one answer
+are (the team asks again wherever P(wrong) × stake reaches 0.3: an answer left single is below
+0.3 unless nobody was left to ask)."""
 
 PRIOR_SD = (1.0, 0.5)
 """The prior standard deviations of :class:`Recalibration`'s shift and slope (both centred
 on 0: no correction until the project's answers say otherwise)."""
 
-SHIFT_SD = 0.5
+SHIFT_SD = 0.7
 """The standard deviation of the shift of the predicted pairs' log-odds of being wrong
 (:func:`predicted_wrong`): how far the model's probabilities on the undecided pairs may sit
 from the truth as a whole (measured: ``docs/results/teams/quality.md``)."""
@@ -150,9 +151,9 @@ class Recalibration:
                    ((float(cov[0, 0]), float(cov[0, 1])), (float(cov[1, 0]), float(cov[1, 1]))))
 
     def spread(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The weights of :data:`_NODES` (a third-degree rule for the normal ``(a, b)``: the
-        mean and two points either side along each axis of its covariance) and, per node, the
-        corrected probabilities of ``p``."""
+        """The weights of five points of ``(a, b)`` (a third-degree rule for the normal: the
+        mean, and one point either side, √3 standard deviations out, along each axis of its
+        covariance) and, per point, the corrected probabilities of ``p``."""
         x = _logit(p)
         root = np.linalg.cholesky(np.asarray(self.cov) + 1e-12 * np.eye(2))
         theta = np.asarray(self.mean) + _NODES @ root.T
