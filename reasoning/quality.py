@@ -311,7 +311,9 @@ def label_risk(view: TeamView, labels: Mapping[Any, bool], policy: AskPolicy
     behind it and the model's probability of its pair when asked; 0 for a label no answer
     stands behind), and the :class:`Recalibration` of those probabilities fitted on the labels
     several people answered: the P(wrong) of the first answer alone, against whether the label
-    overruled it.
+    overruled it; only where the model's probability of the pair when asked is known (what
+    the team chose the second opinion by: without it, as for imported answers, the fit would
+    read the selection as the annotators' error).
 
     The team asks a second opinion where that P(wrong) times the pairs at stake is high, so
     these labels were chosen by what the first answer's P(wrong) already says, not by whether
@@ -325,7 +327,7 @@ def label_risk(view: TeamView, labels: Mapping[Any, bool], policy: AskPolicy
     for pair, value in labels.items():
         answers = view.answers.get(pair, [])
         p_wrong[pair] = policy.p_wrong(view, pair, value, suspects) if answers else 0.0
-        if len(answers) > 1:
+        if len(answers) > 1 and pair in view.proba:
             head = min(answers, key=lambda ans: ans.order)
             first[pair] = [head]
             overruled.append(head.positive != value)

@@ -153,8 +153,8 @@ def test_second_opinions_that_go_where_answers_look_wrong_recalibrate_the_rest()
 
 
 def test_label_risk_fits_on_the_first_answers_the_labels_overruled() -> None:
-    """Labels two people answered, the first answer overruled on some: the first answers'
-    P(wrong) alone (accuracy 0.8, no model) recalibrated up when more than a fifth were."""
+    """Labels three people answered, the first answer overruled on half: the first answers'
+    P(wrong) alone (accuracy 0.8, a model at one half) recalibrated up from a fifth."""
     n = 40
     answers: dict = {}
     labels: dict = {}
@@ -167,13 +167,17 @@ def test_label_risk_fits_on_the_first_answers_the_labels_overruled() -> None:
         labels[pair] = True
     result = consensus([v for votes in answers.values() for v in votes], range(n))
     result = replace(result, accuracy={"ann": 0.8, "bo": 0.8, "cy": 0.8})
-    view = TeamView(result, answers, set(answers))
+    asked = dict.fromkeys(answers, 0.5)  # the model's probability when asked: undecided
+    view = TeamView(result, answers, set(answers), asked)
     p_wrong, recalibration = label_risk(view, labels, AskPolicy())
     assert set(p_wrong) == set(labels) and max(p_wrong.values()) < 0.2
     assert recalibration.mean[0] > 0.5  # overruled half the time, not a fifth
     lone = {pair: [votes[0]] for pair, votes in answers.items()}
-    _, none = label_risk(TeamView(result, lone, set(lone)), labels, AskPolicy())
+    _, none = label_risk(TeamView(result, lone, set(lone), asked), labels, AskPolicy())
     assert none == Recalibration.fit([], [])
+    # imported answers (no probability when asked): what chose them is unknown, nothing fitted
+    _, unknown = label_risk(TeamView(result, answers, set(answers)), labels, AskPolicy())
+    assert unknown == Recalibration.fit([], [])
 
 
 def test_the_predicted_count_matches_the_exact_poisson_binomial() -> None:
