@@ -5,18 +5,23 @@ Each run is the project's team simulation (:func:`reasoning.simulation.teams.run
 ``consensus``, the default strategy). At each checkpoint (a share of the run's answers) the
 consensus of the answers so far is computed as the service computes it, then:
 
-* ``decided``: :func:`reasoning.quality.decided_wrong` from each label's posterior, against
-  the decided pool pairs the planted order contradicts;
+* ``decided``: :func:`reasoning.quality.decided_wrong` from each label's P(wrong) as the
+  service reads it (:func:`reasoning.quality.label_risk`: the annotators' accuracies, the
+  model's probability of the pair when the strategy chose it, recalibrated on the run's second
+  opinions), against the decided pool pairs the planted order contradicts;
 * ``predicted``: the service's prediction model (a random forest with its out-of-bag isotonic
   calibration, :mod:`app.services.fitting`) trained on the decided pool pairs,
   the pool completed into a strict order (:func:`reasoning.consistent.consistent_map`) and
   :func:`reasoning.quality.predicted_wrong` against the completed pairs the order contradicts.
 
 It prints, per domain and part, how often the true count fell in the 90% interval (the target
-is at least 80%) and the mean absolute error of the estimate, and writes every checkpoint to
-``--out`` (CSV) and a plot of estimate against truth beside it::
+is at least 80%), the mean absolute error of the estimate and the interval's mean width, and
+writes every checkpoint to ``--out`` (CSV) and a plot of estimate against truth beside it.
+``--runs`` keeps each team run's answers in a folder and reads them back, so that the
+computation can be measured again without simulating the teams again::
 
-    python -m benchmarks.quality_calibration --repeats 8 --out docs/results/teams/quality.csv
+    python -m benchmarks.quality_calibration --repeats 8 --runs runs/ \
+        --out docs/results/teams/quality.csv
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import pickle
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -34,9 +40,10 @@ import numpy as np
 from app.services.fitting import PREDICTION_MODELS, RANDOM_STATE
 from reasoning.closure import Closure
 from reasoning.consensus import consensus
+from reasoning.consensus.asking import AskPolicy, TeamView
 from reasoning.consistent import consistent_map
 from reasoning.data import load_domain
-from reasoning.quality import decided_wrong, predicted_wrong
+from reasoning.quality import decided_wrong, label_risk, predicted_wrong
 from reasoning.simulation.oracle import Team
 from reasoning.simulation.teams import run_team
 
@@ -65,15 +72,18 @@ def _predicted(closure: Closure, pairs: np.ndarray, X: np.ndarray, values: np.nd
             "predicted_low": count.low, "predicted_high": count.high}
 
 
-def _checkpoint(votes: list, n: int, pairs: np.ndarray, X: np.ndarray,
+def _checkpoint(votes: list, asked: dict, n: int, pairs: np.ndarray, X: np.ndarray,
                 truth: np.ndarray) -> dict[str, float | int | str]:
     result = consensus(votes, range(n))
     closure = result.closure if result.closure is not None else Closure(range(n))
-    confidence = {pair: (q if value else 1.0 - q) for pair, value in closure.asserted.items()
-                  for q in [result.posterior.get(pair, 1.0 if value else 0.0)]}
-    values = closure.values_by_index(pairs[:, 0], pairs[:, 1])
+    answers: dict = {}
+    for vote in votes:
+        answers.setdefault((vote.a, vote.b), []).append(vote)
     pool = [(int(a), int(b)) for a, b in pairs.tolist()]
-    count = decided_wrong(closure, confidence, pool, values)
+    view = TeamView(result, answers, set(pool), {p: asked[p] for p in answers if p in asked})
+    p_wrong, recalibration = label_risk(view, closure.asserted, AskPolicy())
+    values = closure.values_by_index(pairs[:, 0], pairs[:, 1])
+    count = decided_wrong(closure, p_wrong, pool, values, recalibration=recalibration)
     decided = values >= 0
     wrong = int(((values == 1) != truth)[decided].sum())
     return {"answers": len(votes), "decided": int(decided.sum()), "decided_wrong": wrong,
@@ -82,24 +92,44 @@ def _checkpoint(votes: list, n: int, pairs: np.ndarray, X: np.ndarray,
             **_predicted(closure, pairs, X, values, truth)}
 
 
-def one_run(folder: str, domain: str, repeat: int, noise: float, annotators: int) -> list[dict]:
-    """Every checkpoint of one team run on ``domain``."""
+def _simulate(data, domain: str, repeat: int, noise: float, annotators: int,
+              runs: Path | None) -> tuple[list, dict]:
+    """One team run's answers in order and the model's probability of each pair when it was
+    chosen new, read from ``runs`` (a folder of earlier runs) when it holds this run."""
+    path = None if runs is None else runs / f"{domain}-{repeat}-{noise}-{annotators}.pkl"
+    if path is not None and path.exists():
+        with path.open("rb") as handle:
+            return pickle.load(handle)
+    pairs, truth = data.index_pairs(), np.asarray(data.labels, dtype=bool)
+    team = Team.build(pairs, data.labels, (noise,) * annotators, ("independent",) * annotators,
+                      seed=0, repeat=repeat)
+    run = run_team(pairs, np.asarray(data.features, dtype=float), truth, len(data.concepts),
+                   team, "consensus", repeat=repeat)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as handle:
+            pickle.dump((run.votes, run.asked), handle)
+    return run.votes, run.asked
+
+
+def one_run(folder: str, domain: str, repeat: int, noise: float, annotators: int,
+            runs: Path | None = None) -> list[dict]:
+    """Every checkpoint of one team run on ``domain`` (``runs``: :func:`_simulate`)."""
     data = load_domain(folder, domain)
     pairs, truth = data.index_pairs(), np.asarray(data.labels, dtype=bool)
     X = np.asarray(data.features, dtype=float)
-    team = Team.build(pairs, data.labels, (noise,) * annotators, ("independent",) * annotators,
-                      seed=0, repeat=repeat)
-    run = run_team(pairs, X, truth, len(data.concepts), team, "consensus", repeat=repeat)
+    votes, asked = _simulate(data, domain, repeat, noise, annotators, runs)
     rows = []
     for share in CHECKPOINTS:
-        k = max(1, int(round(share * len(run.votes))))
+        k = max(1, int(round(share * len(votes))))
         rows.append({"domain": domain, "repeat": repeat, "noise": noise,
-                     **_checkpoint(run.votes[:k], len(data.concepts), pairs, X, truth)})
+                     **_checkpoint(votes[:k], asked, len(data.concepts), pairs, X, truth)})
     return rows
 
 
 def summary(rows: list[dict]) -> Iterator[str]:
-    """Per domain and part: the interval's coverage and the estimate's mean absolute error."""
+    """Per domain and part: the interval's coverage, the estimate's mean absolute error and the
+    interval's mean width."""
     for domain in sorted({r["domain"] for r in rows}):
         mine = [r for r in rows if r["domain"] == domain]
         for part in ("decided", "predicted"):
@@ -109,9 +139,10 @@ def summary(rows: list[dict]) -> Iterator[str]:
             inside = np.mean([r[f"{part}_low"] <= r[f"{part}_wrong"] <= r[f"{part}_high"]
                               for r in got])
             mae = np.mean([abs(r[f"{part}_estimate"] - r[f"{part}_wrong"]) for r in got])
+            width = np.mean([r[f"{part}_high"] - r[f"{part}_low"] for r in got])
             true = np.mean([r[f"{part}_wrong"] for r in got])
             yield (f"| {domain} | {part} | {len(got)} | {100 * inside:.0f}% | {mae:.1f} | "
-                   f"{true:.1f} |")
+                   f"{width:.1f} | {true:.1f} |")
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -153,10 +184,12 @@ def main() -> None:
     parser.add_argument("--annotators", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", type=Path, default=Path("quality.csv"))
+    parser.add_argument("--runs", type=Path, default=None,
+                        help="a folder that keeps each team run's answers (read back when there)")
     args = parser.parse_args()
     started = time.time()
-    tasks = [(args.data, d, r, args.noise, args.annotators)
-             for d in args.domains.split(",") for r in range(args.repeats)]
+    tasks = [(args.data, d, r, args.noise, args.annotators, args.runs)
+             for r in range(args.repeats) for d in args.domains.split(",")]
     with ProcessPoolExecutor(args.jobs) as pool:
         rows = [row for rows in pool.map(one_run, *zip(*tasks, strict=True)) for row in rows]
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -168,8 +201,8 @@ def main() -> None:
     print(f"{len(tasks)} runs, {len(rows)} checkpoints in {time.time() - started:.0f} s, "
           f"load {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores")
     print("| domain | part | checkpoints | true count in the 90% interval | mean abs. error | "
-          "mean true count |")
-    print("|---|---|---|---|---|---|")
+          "mean interval width | mean true count |")
+    print("|---|---|---|---|---|---|---|")
     for line in summary(rows):
         print(line)
 

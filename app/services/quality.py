@@ -3,10 +3,11 @@
 Counted over the pool's ordered pairs, as :mod:`reasoning.quality` explains:
 
 * ``decided_wrong``: among the decided pool pairs, from each asserted label's probability of
-  being wrong as the team's question choice reads it (:func:`label_p_wrong`, the second
-  opinions' P(wrong): the accuracies of the annotators behind it and the model's probability
-  of its pair before anyone answered), in both policies: in ``strict`` too, where a pair one
-  person answered is as right as that person's estimated accuracy (the prior's while nothing
+  being wrong as the team's question choice reads it (the second opinions' P(wrong): the
+  accuracies of the annotators behind it and the model's probability of its pair before
+  anyone answered), recalibrated on the labels several people answered
+  (:func:`label_quality`), in both policies: in ``strict`` too, where a pair one person
+  answered is as right as that person's estimated accuracy (the prior's while nothing
   estimates it) and the model said; a label without a live answer (imported before answers
   were kept) counts as right;
 * ``predicted_wrong``: among the undecided pool pairs, were the map ``predictions`` completes
@@ -21,7 +22,6 @@ predicted part with the model it came from.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import cast
 
 from app.schemas import QualityRead
 from app.services.asking import POLICY, answered
@@ -37,39 +37,31 @@ from app.services.team import (
 from app.services.unit import ProjectView
 from reasoning.consensus import consensus
 from reasoning.consensus.asking import TeamView
-from reasoning.quality import WrongCount, decided_wrong, predicted_wrong
+from reasoning.quality import WrongCount, decided_wrong, label_risk, predicted_wrong
 from reasoning.strategies import ModelOutputs
 
-__all__ = ["label_p_wrong", "label_quality", "quality"]
+__all__ = ["label_quality", "quality"]
 
 
-def label_p_wrong(view: ProjectView) -> dict[tuple[int, int], float]:
-    """Per asserted label, the probability that it is wrong as the team's question choice
-    reads it (:meth:`reasoning.consensus.asking.AskPolicy.p_wrong`): the accuracies of the
-    annotators behind it, estimated from every answer that counts now, and the model's
-    probability of its pair when ``next`` served it new; 0 for a label no answer stands
-    behind (imported before answers were kept)."""
+def label_quality(view: ProjectView) -> WrongCount:
+    """The expected wrong pairs among the decided pool pairs, with a 90% interval (module
+    docstring), from what ``view`` reads of the project's answers: each label's P(wrong) as
+    the team's question choice reads it (the accuracies of the annotators behind it,
+    estimated from every answer that counts now, and the model's probability of its pair when
+    ``next`` served it new), recalibrated on the project's re-asked labels
+    (:func:`reasoning.quality.label_risk`)."""
     state = view.state
+    if not state.closure.asserted:
+        return WrongCount(0.0, 0, 0)
     rows = counting(live_answers(view.session, state.project_id),
                     excluded_annotators(view.session, state.project_id))
     answers, model = answered(view, rows)
     fresh = consensus(votes(rows), state.closure.concepts)  # accuracies as they are now
     team = TeamView(fresh, answers, state.pool.row_of, model)
-    suspects = POLICY.suspects(team)
-    labels = cast(dict[tuple[int, int], bool], state.closure.asserted)  # keyed by concept ids
-    return {pair: POLICY.p_wrong(team, pair, value, suspects) if pair in team.answers else 0.0
-            for pair, value in labels.items()}
-
-
-def label_quality(view: ProjectView) -> WrongCount:
-    """The expected wrong pairs among the decided pool pairs, with a 90% interval (module
-    docstring), from what ``view`` reads of the project's answers."""
-    state = view.state
-    if not state.closure.asserted:
-        return WrongCount(0.0, 0, 0)
-    confidence = {pair: 1.0 - p for pair, p in label_p_wrong(view).items()}
+    p_wrong, recalibration = label_risk(team, state.closure.asserted, POLICY)
     pool = [(a, b) for a, b in state.pool.concepts.tolist()]
-    return decided_wrong(state.closure, confidence, pool, state.values)
+    return decided_wrong(state.closure, p_wrong, pool, state.values,
+                         recalibration=recalibration)
 
 
 def _decided(view: ProjectView) -> WrongCount:

@@ -56,7 +56,9 @@ _SALT = 6151
 class TeamRun:
     """What one team run gives: per answer the decided and the wrong pool pairs, the
     questions by reason, and the final errors; under ``consensus``, every answer in order
-    (``votes``: a checkpoint's consensus is that of a prefix)."""
+    (``votes``: a checkpoint's consensus is that of a prefix) and the model's P(positive) of
+    each pair when the strategy chose it new (``asked``: what P(wrong) reads, as the
+    service's ``asked``)."""
 
     pool: int
     decided: list[int] = field(default_factory=list)
@@ -64,6 +66,7 @@ class TeamRun:
     reasons: dict[str, int] = field(default_factory=dict)
     positive_f1: float = 0.0
     votes: list[Vote] = field(default_factory=list)
+    asked: dict[Pair, float] = field(default_factory=dict)
 
     @property
     def answers(self) -> int:
@@ -162,6 +165,7 @@ class _Run:
 
     def finish(self) -> TeamRun:
         self.out.positive_f1 = positive_f1(self.values, self.truth)
+        self.out.asked = dict(self.proba)
         return self.out
 
 

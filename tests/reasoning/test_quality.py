@@ -1,18 +1,28 @@
 """The wrong-pair counts of reasoning.quality: each decided pair's bottleneck label against a
 brute-force fixpoint, the counts' distributions against Monte Carlo, and the intervals' coverage
-on planted noisy teams."""
+on planted noisy teams, including teams whose second opinions go where an answer looks wrong."""
 
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from reasoning.closure import Closure
 from reasoning.consensus import Vote, consensus
+from reasoning.consensus.asking import AskPolicy, TeamView
 from reasoning.consensus.confidence import derived_confidence
-from reasoning.quality import decided_wrong, predicted_wrong, weighted_wrong
+from reasoning.quality import (
+    PIVOT,
+    Recalibration,
+    WrongCount,
+    decided_wrong,
+    label_risk,
+    predicted_wrong,
+    weighted_wrong,
+)
 from tests.reasoning.bruteforce import fixpoint
 
 
@@ -62,6 +72,114 @@ def test_the_weighted_count_matches_monte_carlo(seed: int) -> None:
     assert abs(count.low - low) <= 1 and abs(count.high - high) <= 1
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_the_recalibrated_count_matches_monte_carlo_over_its_uncertainty(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    p = 1.0 / (1.0 + np.exp(-rng.normal(-2.5, 1.0, 80)))
+    s = rng.integers(1, 8, 80)
+    recalibration = Recalibration((-0.5, 0.2), ((0.2, -0.03), (-0.03, 0.08)))
+    count = weighted_wrong(p, s, recalibration=recalibration)
+    theta = rng.multivariate_normal(recalibration.mean, recalibration.cov, 40_000)
+    x = np.log(p / (1.0 - p))[None, :]
+    q = 1.0 / (1.0 + np.exp(-(x + theta[:, :1] + theta[:, 1:] * (x - PIVOT))))
+    draws = ((rng.random(q.shape) < q) * s).sum(axis=1)
+    assert count.estimate == pytest.approx(draws.mean(), rel=0.03)
+    low, high = np.quantile(draws, [0.05, 0.95])
+    assert abs(count.low - low) <= 1 and abs(count.high - high) <= 1
+
+
+def test_the_interval_widens_when_the_same_errors_come_in_larger_stakes() -> None:
+    """Twenty pairs one label carries are wrong together; twenty labels of one pair each
+    are wrong one by one: the same expected count, a wider interval."""
+    apart = weighted_wrong([0.25] * 20, [1] * 20)
+    together = weighted_wrong([0.25], [20])
+    assert apart.estimate == pytest.approx(together.estimate)
+    assert (together.low, together.high) == (0, 20)
+    assert together.high - together.low > apart.high - apart.low
+
+
+def test_the_accuracies_uncertainty_widens_the_interval() -> None:
+    p, s = [0.05] * 200, [2] * 200
+    certain = weighted_wrong(p, s, recalibration=Recalibration())
+    plain = weighted_wrong(p, s)
+    assert (certain.low, certain.high) == (plain.low, plain.high)
+    assert certain.estimate == pytest.approx(plain.estimate)
+    unsure = weighted_wrong(p, s, recalibration=Recalibration(cov=((0.3, 0.0), (0.0, 0.0))))
+    assert unsure.low < certain.low and unsure.high > certain.high
+
+
+def test_the_recalibration_recovers_a_planted_bias() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.normal(-2.0, 1.0, 3000)
+    truth = (-1.0, 0.4)  # stated P(wrong) too high by e in odds, and too flat
+    eta = x + truth[0] + truth[1] * (x - PIVOT)
+    fit = Recalibration.fit(1.0 / (1.0 + np.exp(-x)), rng.random(3000) < 1.0 / (1.0 + np.exp(-eta)))
+    for k in range(2):
+        assert abs(fit.mean[k] - truth[k]) < 3.0 * np.sqrt(fit.cov[k][k])
+    assert np.sqrt(fit.cov[0][0]) < 0.2  # three thousand labels say much
+
+
+def test_without_second_opinions_nothing_is_recalibrated() -> None:
+    assert Recalibration.fit([], []) == Recalibration((0.0, 0.0), ((1.0, 0.0), (0.0, 0.25)))
+
+
+def _selected_team(seed: int) -> tuple[int, float, WrongCount, WrongCount]:
+    """Labels whose stated P(wrong) is too high (as accuracies EM estimates low from second
+    opinions that went where answers looked wrong); the labels with P(wrong) × stake at least
+    0.3 got a second opinion that settled them. (wrong pairs left, expected, the interval as
+    stated, recalibrated on the settled labels)."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(-2.5, 1.2, 500)
+    stated = 1.0 / (1.0 + np.exp(-x))
+    actual = 1.0 / (1.0 + np.exp(-(x - 1.2)))
+    stake = rng.geometric(0.3, 500)
+    wrong = rng.random(500) < actual
+    asked = stated * stake >= 0.3
+    left = ~asked
+    recalibration = Recalibration.fit(stated[asked], wrong[asked])
+    plain = weighted_wrong(stated[left], stake[left])
+    fitted = weighted_wrong(stated[left], stake[left], recalibration=recalibration)
+    return int(stake[left & wrong].sum()), float((actual * stake)[left].sum()), plain, fitted
+
+
+def test_second_opinions_that_go_where_answers_look_wrong_recalibrate_the_rest() -> None:
+    runs = [_selected_team(seed) for seed in range(30)]
+    plain = sum(c.low <= wrong <= c.high for wrong, _, c, _ in runs)
+    fitted = sum(c.low <= wrong <= c.high for wrong, _, _, c in runs)
+    assert fitted >= 0.8 * len(runs) > plain  # as stated, the interval misses most
+    expected = np.mean([e for _, e, _, _ in runs])
+    stated = np.mean([c.estimate for _, _, c, _ in runs])
+    assert abs(np.mean([c.estimate for *_, c in runs]) - expected) < 0.5 * (stated - expected)
+
+
+def test_label_risk_fits_on_the_first_answers_the_labels_overruled() -> None:
+    """Labels three people answered, the first answer overruled on half: the first answers'
+    P(wrong) alone (accuracy 0.8, a model at one half) recalibrated up from a fifth."""
+    n = 40
+    answers: dict = {}
+    labels: dict = {}
+    for k in range(n - 1):
+        pair = (k, k + 1)
+        overruled = k % 2 == 0  # half the first answers overruled (stated: a fifth)
+        answers[pair] = [Vote(k, k + 1, not overruled, "ann", order=2 * k),
+                         Vote(k, k + 1, True, "bo", order=2 * k + 1),
+                         Vote(k, k + 1, True, "cy", order=2 * k + 2)]
+        labels[pair] = True
+    result = consensus([v for votes in answers.values() for v in votes], range(n))
+    result = replace(result, accuracy={"ann": 0.8, "bo": 0.8, "cy": 0.8})
+    asked = dict.fromkeys(answers, 0.5)  # the model's probability when asked: undecided
+    view = TeamView(result, answers, set(answers), asked)
+    p_wrong, recalibration = label_risk(view, labels, AskPolicy())
+    assert set(p_wrong) == set(labels) and max(p_wrong.values()) < 0.2
+    assert recalibration.mean[0] > 0.5  # overruled half the time, not a fifth
+    lone = {pair: [votes[0]] for pair, votes in answers.items()}
+    _, none = label_risk(TeamView(result, lone, set(lone), asked), labels, AskPolicy())
+    assert none == Recalibration.fit([], [])
+    # imported answers (no probability when asked): what chose them is unknown, nothing fitted
+    _, unknown = label_risk(TeamView(result, answers, set(answers)), labels, AskPolicy())
+    assert unknown == Recalibration.fit([], [])
+
+
 def test_the_predicted_count_matches_the_exact_poisson_binomial() -> None:
     rng = np.random.default_rng(3)
     proba = rng.uniform(0, 1, 300)
@@ -72,10 +190,27 @@ def test_the_predicted_count_matches_the_exact_poisson_binomial() -> None:
         pmf[1:] = pmf[1:] * (1 - x) + pmf[:-1] * x
         pmf[0] *= 1 - x
     cdf = np.cumsum(pmf)
-    count = predicted_wrong(proba)
+    count = predicted_wrong(proba, shift_sd=0.0)
     assert count.estimate == pytest.approx(q.sum())
     assert count.low == int(np.searchsorted(cdf, 0.05))
-    assert abs(count.high - int(np.searchsorted(cdf, 0.95))) <= 1  # probabilities binned
+    assert count.high == int(np.searchsorted(cdf, 0.95))
+
+
+def test_the_predicted_count_is_mixed_over_a_shift_of_the_model_s_log_odds() -> None:
+    """A shift of every pair's log-odds, δ ~ N(0, σ²), against Monte Carlo: as wide as the
+    shift makes it, and wider than the pairs' independent errors alone."""
+    rng = np.random.default_rng(4)
+    proba = rng.uniform(0, 1, 400)
+    count = predicted_wrong(proba, shift_sd=0.5)
+    q = np.minimum(proba, 1 - proba)
+    x = np.log(q / (1 - q))
+    delta = rng.normal(0.0, 0.5, (20_000, 1))
+    draws = (rng.random((20_000, len(q))) < 1 / (1 + np.exp(-(x + delta)))).sum(axis=1)
+    assert count.estimate == pytest.approx(draws.mean(), rel=0.01)
+    low, high = np.quantile(draws, [0.05, 0.95])
+    assert abs(count.low - low) <= 0.03 * low and abs(count.high - high) <= 0.03 * high
+    alone = predicted_wrong(proba, shift_sd=0.0)
+    assert count.low < alone.low and count.high > alone.high
 
 
 def _planted_team(seed: int) -> tuple[int, int, int]:
@@ -91,10 +226,10 @@ def _planted_team(seed: int) -> tuple[int, int, int]:
              for a, b in asked for name, acc in accuracy.items() if rng.random() < 0.6]
     result = consensus(votes, range(n))
     closure = result.closure if result.closure is not None else Closure(range(n))
-    confidence = {pair: (q if v else 1 - q) for pair, v in closure.asserted.items()
-                  for q in [result.posterior.get(pair, 1.0 if v else 0.0)]}
+    p_wrong = {pair: (1 - q if v else q) for pair, v in closure.asserted.items()
+               for q in [result.posterior.get(pair, 1.0 if v else 0.0)]}
     values = closure.values_by_index(np.array([a for a, _ in pool]), np.array([b for _, b in pool]))
-    count = decided_wrong(closure, confidence, pool, values)
+    count = decided_wrong(closure, p_wrong, pool, values)
     wrong = sum(int(v >= 0 and (v == 1) != (pair in truth_positive))
                 for pair, v in zip(pool, values.tolist(), strict=True))
     return wrong, count.low, count.high
