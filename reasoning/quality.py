@@ -47,9 +47,12 @@ __all__ = [
     "Recalibration",
     "SHIFT_SD",
     "WrongCount",
+    "carried_pairs",
     "decided_wrong",
+    "label_p",
     "label_risk",
     "predicted_wrong",
+    "rank_key",
     "weighted_wrong",
 ]
 
@@ -262,8 +265,8 @@ def _binomial(means: np.ndarray, variances: np.ndarray, n: int) -> np.ndarray:
 
 def decided_wrong(closure: Closure, p_wrong: Mapping[Any, float],
                   pool: Sequence[tuple[Any, Any]], values: np.ndarray,
-                  level: float = LEVEL, recalibration: Recalibration | None = None
-                  ) -> WrongCount:
+                  level: float = LEVEL, recalibration: Recalibration | None = None,
+                  carried: np.ndarray | None = None) -> WrongCount:
     """The wrong pairs expected among the decided pairs of ``pool`` (module docstring).
 
     Parameters
@@ -281,6 +284,9 @@ def decided_wrong(closure: Closure, p_wrong: Mapping[Any, float],
         The interval's probability.
     recalibration : Recalibration, optional
         Corrects ``p_wrong`` (:func:`label_risk`).
+    carried : int array, optional
+        :func:`carried_pairs` of the same arguments, computed before (it depends only on the
+        labels, the pool and the order of ``p_wrong``: :func:`rank_key`).
 
     Examples
     --------
@@ -291,17 +297,39 @@ def decided_wrong(closure: Closure, p_wrong: Mapping[Any, float],
     >>> round(count.estimate, 6), count.low, count.high  # (b, c) carries three pairs
     (0.7, 0, 3)
     """
-    labels = closure.asserted
-    if not labels:
+    if not closure.asserted:
         return WrongCount(0.0, 0, 0)
-    p = np.array([float(p_wrong.get(pair, 0.0)) for pair in labels])
+    p = label_p(closure, p_wrong)
+    if carried is None:
+        carried = carried_pairs(closure, p, pool, values)
+    return weighted_wrong(p, carried, level, recalibration)
+
+
+def label_p(closure: Closure, p_wrong: Mapping[Any, float]) -> np.ndarray:
+    """Per asserted label of ``closure`` (in its order), its P(wrong) in ``p_wrong`` (0 when
+    missing)."""
+    return np.array([float(p_wrong.get(pair, 0.0)) for pair in closure.asserted])
+
+
+def rank_key(p: np.ndarray) -> bytes:
+    """The order of ``p`` with its ties (a dense rank): all that the pairs each label
+    carries depend on of the labels' P(wrong) (a strongest proof is a max-min path, which
+    only compares confidences)."""
+    return np.unique(np.asarray(p, dtype=np.float64), return_inverse=True)[1].tobytes()
+
+
+def carried_pairs(closure: Closure, p: np.ndarray, pool: Sequence[tuple[Any, Any]],
+                  values: np.ndarray) -> np.ndarray:
+    """Per asserted label of ``closure``, the decided pool pairs whose confidence it is the
+    bottleneck of (its own pair, or the weakest label of their strongest proof) when each
+    label is wrong with probability ``p`` (:func:`label_p`)."""
+    labels = closure.asserted
     derived = derived_confidence(closure, dict(zip(labels, (1.0 - p).tolist(), strict=True)),
                                  sources=True)
     values = np.asarray(values)
     decided = np.flatnonzero(values >= 0)
     sources = derived.sources([pool[row] for row in decided.tolist()], values[decided])
-    carried = np.bincount(sources[sources >= 0], minlength=len(labels))
-    return weighted_wrong(p, carried, level, recalibration)
+    return np.bincount(sources[sources >= 0], minlength=len(labels))
 
 
 def label_risk(view: TeamView, labels: Mapping[Any, bool], policy: AskPolicy

@@ -15,13 +15,17 @@ Counted over the pool's ordered pairs, as :mod:`reasoning.quality` explains:
   probabilities (None before a model is trained).
 
 The decided part is cached on the project's state (:class:`app.services.state.TeamCache`)
-with the fingerprint of the answers it came from (which moves with every label too); the
-predicted part with the model it came from.
+with the fingerprint of the answers it came from (which moves with every label too), and the
+pool pairs each label carries with the labels and the order of their P(wrong); the predicted
+part with the model it came from.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any, cast
+
+import numpy as np
 
 from app.schemas import QualityRead
 from app.services.asking import POLICY, answered
@@ -37,7 +41,15 @@ from app.services.team import (
 from app.services.unit import ProjectView
 from reasoning.consensus import consensus
 from reasoning.consensus.asking import TeamView
-from reasoning.quality import WrongCount, decided_wrong, label_risk, predicted_wrong
+from reasoning.quality import (
+    WrongCount,
+    carried_pairs,
+    decided_wrong,
+    label_p,
+    label_risk,
+    predicted_wrong,
+    rank_key,
+)
 from reasoning.strategies import ModelOutputs
 
 __all__ = ["label_quality", "quality"]
@@ -61,7 +73,25 @@ def label_quality(view: ProjectView) -> WrongCount:
     p_wrong, recalibration = label_risk(team, state.closure.asserted, POLICY)
     pool = [(a, b) for a, b in state.pool.concepts.tolist()]
     return decided_wrong(state.closure, p_wrong, pool, state.values,
-                         recalibration=recalibration)
+                         recalibration=recalibration, carried=_carried(view, p_wrong, pool))
+
+
+def _carried(view: ProjectView, p_wrong: dict[Any, float],
+             pool: list[tuple[int, int]]) -> np.ndarray:
+    """The decided pool pairs each label carries (:func:`reasoning.quality.carried_pairs`),
+    kept on the state until a label or a pool pair changes or the labels' P(wrong) change
+    order: one more answer refits the accuracies, which moves every P(wrong) a little and
+    seldom their order, and finding every decided pair's bottleneck label is most of the
+    count's cost."""
+    state = view.state
+    p = label_p(state.closure, p_wrong)
+    mark = (state.label_events, len(state.pool), rank_key(p))
+    kept = state.team.carried
+    if kept is not None and kept[0] == mark:
+        return cast(np.ndarray, kept[1])
+    carried = carried_pairs(state.closure, p, pool, state.values)
+    state.team = replace(state.team, carried=(mark, carried))
+    return carried
 
 
 def _decided(view: ProjectView) -> WrongCount:

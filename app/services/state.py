@@ -163,10 +163,11 @@ class TeamCache:
     answer only echoes it; :func:`app.services.asking.answered`). ``quality`` and
     ``predicted``: the wrong pairs expected among the decided pool pairs (with the answers'
     fingerprint) and among the predicted ones (with the model's outputs and the training key)
-    (:mod:`app.services.quality`). ``stake``: the pool pairs each label's stored effect
-    decided, with the label events and pool size it was read at (:mod:`app.services.asking`).
-    All go with the state: :meth:`ProjectState.invalidate` and
-    the registry's drop forget them.
+    (:mod:`app.services.quality`); ``carried``: the decided pool pairs each label carries, with
+    the label events, the pool size and the order of the labels' P(wrong) it was found at.
+    ``stake``: the pool pairs each label's stored effect decided, with the label events and
+    pool size it was read at (:mod:`app.services.asking`). All go with the state:
+    :meth:`ProjectState.invalidate` and the registry's drop forget them.
     """
 
     fit: Any = None
@@ -175,6 +176,7 @@ class TeamCache:
     quality: tuple[tuple[int, ...], Any] | None = None
     predicted: tuple[Any, Any] | None = None
     stake: tuple[tuple[int, int], Any] | None = None
+    carried: tuple[tuple[int, int, bytes], Any] | None = None
 
 
 class ProjectState:

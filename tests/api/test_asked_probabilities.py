@@ -90,3 +90,22 @@ def test_a_restarted_service_reads_the_same_quality_and_asks_the_same_question(
     after = _seen(restarted, pid)
     assert after == before
     assert _seen(first, pid) == before  # and both servers agree
+
+
+def test_the_kept_bottleneck_counts_give_what_a_fresh_state_computes(
+        make_client: Callable[..., TestClient], database_url: str) -> None:
+    """GET quality keeps the pool pairs each label carries while the labels and the order of
+    their P(wrong) stay; after each further answer it equals a new app's, which computes
+    everything from the database."""
+    first = make_client()
+    pid, truth = _team_project(first)
+    _answer_in_turn(first, pid, truth, rounds=30)
+    rng = np.random.default_rng(3)
+    for who in itertools.islice(itertools.cycle(TEAM), 6):
+        queries = _next(first, pid, who)
+        if not queries:
+            break
+        _label(first, pid, queries[0], who, truth, rng)
+        kept = first.get(f"/projects/{pid}/quality").json()["decided_wrong"]
+        fresh = make_client().get(f"/projects/{pid}/quality").json()["decided_wrong"]
+        assert kept == fresh

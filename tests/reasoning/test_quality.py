@@ -18,9 +18,12 @@ from reasoning.quality import (
     PIVOT,
     Recalibration,
     WrongCount,
+    carried_pairs,
     decided_wrong,
+    label_p,
     label_risk,
     predicted_wrong,
+    rank_key,
     weighted_wrong,
 )
 from tests.reasoning.bruteforce import fixpoint
@@ -240,3 +243,27 @@ def test_the_decided_interval_holds_the_true_count_on_planted_teams() -> None:
     covered = sum(low <= wrong <= high for wrong, low, high in runs)
     assert any(wrong > 0 for wrong, _, _ in runs)  # the teams do make mistakes
     assert covered >= 0.8 * len(runs), runs
+
+
+def test_the_pairs_a_label_carries_depend_on_the_order_of_p_wrong_alone() -> None:
+    rng = np.random.default_rng(4)
+    closure = Closure(range(8))
+    for a, b in [(0, 1), (1, 2), (2, 3), (0, 4), (4, 3), (5, 6), (6, 7)]:
+        closure.add_label(a, b, True)
+    closure.add_label(3, 5, False)
+    pool = [(a, b) for a in range(8) for b in range(8) if a != b]
+    values = np.array([-1 if closure.status(a, b).value is None else int(closure.status(a, b).value)
+                       for a, b in pool])
+    p_wrong = {pair: float(rng.uniform(0.05, 0.3)) for pair in closure.asserted}
+    p = label_p(closure, p_wrong)
+    squeezed = {pair: value / 2 for pair, value in p_wrong.items()}  # the same order
+    assert rank_key(p) == rank_key(label_p(closure, squeezed))
+    carried = carried_pairs(closure, p, pool, values)
+    assert np.array_equal(carried, carried_pairs(closure, label_p(closure, squeezed), pool, values))
+    assert carried.sum() == (values >= 0).sum()  # every decided pair rests on one label
+    assert decided_wrong(closure, p_wrong, pool, values) == decided_wrong(
+        closure, p_wrong, pool, values, carried=carried)
+    flipped = dict(p_wrong)
+    weakest = max(flipped, key=flipped.get)
+    flipped[weakest] = 0.001  # now the strongest: another order, another key
+    assert rank_key(label_p(closure, flipped)) != rank_key(p)
