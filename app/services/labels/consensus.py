@@ -62,6 +62,7 @@ from app.services.labels.shared import (
     within_budget,
 )
 from app.services.labels.store import release
+from app.services.labels.team_bulk import post_team_bulk
 from app.services.state import LiveLabel
 from app.services.team import LiveAnswer, excluded_annotators, pair_answers
 from app.services.unit import ProjectWork
@@ -197,18 +198,21 @@ def _diff(work: ProjectWork, applied: Applied) -> ClosureDiff:
 
 # ---------------------------------------------------------------------------- bulk
 def _post_bulk(work: ProjectWork, body: BulkLabels, source: str) -> Written[BulkLabelsCreated]:
-    """Keep every label of a bulk post or an import as an answer; one full path for all."""
+    """Keep every label of a bulk post or an import as an answer; one full path for all,
+    planned with no lock held and switched in by one short write
+    (:mod:`app.services.labels.team_bulk`)."""
     state = work.state
     pairs = resolve_bulk(state, body.labels)
     before = {pair: live.positive for pair, live in state.labels.items()}
     change = TeamChange(add=tuple(
         NewAnswer(a, b, item.positive, item.annotator, item.source or source)
         for item, (a, b) in zip(body.labels, pairs, strict=True)))
-    applied = run_change(work, change)
-    diff = _diff(work, applied)
+    stored = post_team_bulk(work, change)
+    diff = (ClosureDiff() if stored.plan.closure is None
+            else closure_diff(work.state, stored.before, work.state.closure))
     labels, name = work.state.labels, state.name_of
     return Written(BulkLabelsCreated(
-        created=len(applied.label_ids),
+        created=len(stored.label_ids),
         unchanged=sum(1 for item, pair in zip(body.labels, pairs, strict=True)
                       if before.get(pair) == item.positive),
         newly_decided=NewlyDecided(positive=diff.n_positive, negative=diff.n_negative),
