@@ -27,9 +27,7 @@ from app.schemas import (
     BulkLabelsCreated,
     LabelCreated,
     LabelIn,
-    LabelRef,
     LabelRetracted,
-    NewlyDecided,
     Resolution,
     label_value,
 )
@@ -199,26 +197,9 @@ def _diff(work: ProjectWork, applied: Applied) -> ClosureDiff:
 # ---------------------------------------------------------------------------- bulk
 def _post_bulk(work: ProjectWork, body: BulkLabels, source: str) -> Written[BulkLabelsCreated]:
     """Keep every label of a bulk post or an import as an answer; one full path for all,
-    planned with no lock held and switched in by one short write
+    planned and answered with no lock held and switched in by one short write
     (:mod:`app.services.labels.team_bulk`)."""
-    state = work.state
-    pairs = resolve_bulk(state, body.labels)
-    before = {pair: live.positive for pair, live in state.labels.items()}
-    change = TeamChange(add=tuple(
-        NewAnswer(a, b, item.positive, item.annotator, item.source or source)
-        for item, (a, b) in zip(body.labels, pairs, strict=True)))
-    stored = post_team_bulk(work, change)
-    diff = (ClosureDiff() if stored.plan.closure is None
-            else closure_diff(work.state, stored.before, work.state.closure))
-    labels, name = work.state.labels, state.name_of
-    return Written(BulkLabelsCreated(
-        created=len(stored.label_ids),
-        unchanged=sum(1 for item, pair in zip(body.labels, pairs, strict=True)
-                      if before.get(pair) == item.positive),
-        newly_decided=NewlyDecided(positive=diff.n_positive, negative=diff.n_negative),
-        labels=[LabelRef(id=labels[pair].id if pair in labels else None, a=name[pair[0]],
-                         b=name[pair[1]], label=label_value(item.positive))
-                for item, pair in zip(body.labels, pairs, strict=True)]))
+    return post_team_bulk(work, body.labels, resolve_bulk(work.state, body.labels), source)
 
 
 # ---------------------------------------------------------------------------- retractions

@@ -42,8 +42,10 @@ from typing import Any, cast
 from sqlalchemy import Table, bindparam, update
 from sqlalchemy.orm import Session
 
+from app.schemas import BulkLabelsCreated, LabelIn, LabelRef, NewlyDecided, label_value
 from app.services.labels.change import (
     UNSTORED,
+    NewAnswer,
     Recomputed,
     TeamChange,
     bulk_disagreements,
@@ -52,6 +54,7 @@ from app.services.labels.change import (
     new_labels,
     plan_change,
 )
+from app.services.labels.shared import ClosureDiff, Written, closure_diff
 from app.services.labels.store import (
     Encoded,
     Rewrite,
@@ -80,24 +83,28 @@ _ANSWER_COLUMNS = ("project_id", "a_id", "b_id", "positive", "annotator", "role"
                    "outcome", "label_id", "check_question", "created_at")
 
 Row = tuple[Any, ...]
-"""A new answer as :func:`prepare` computes it:
-``(a_id, b_id, positive, annotator, role, source, outcome, label id or stand-in)``."""
+"""A new answer as :func:`prepare` computes it: ``(a_id, b_id, positive, annotator, role,
+source, outcome, label id or stand-in, check_question)``."""
 
 
 @dataclass(frozen=True)
 class TeamBulk:
     """A bulk's change, planned and computed before its write (module docstring).
 
+    ``after``: each pair's live label once switched in (its id, or a stand-in);
     ``answers``: a :data:`Row` per new answer, in order; ``outcomes``: ``(answer id,
-    outcome, label)`` of the stored answers whose outcome or label moves; ``lines`` and
+    outcome, label)`` of the stored answers whose outcome or label moves; ``labels``: the
+    new labels ``(pair, value, annotator)`` in the order they get ids; ``lines`` and
     ``causes``: the stored closure the switch writes, by label id (stand-ins for new
     labels), from the first label that changed on.
     """
 
     change: TeamChange
     plan: Recomputed
+    after: dict[tuple[int, int], int]
     answers: list[Row]
     outcomes: list[tuple[int, str, int | None]]
+    labels: list[tuple[tuple[int, int], bool, str | None]]
     lines: list[tuple[int, list[Encoded]]]
     causes: dict[int, int]
 
@@ -129,12 +136,13 @@ def prepare(work: ProjectWork, change: TeamChange) -> TeamBulk:
     stored, given = targets[:len(plan.rows)], targets[len(plan.rows):]
     by_answer = {row.id: target for row, target in zip(counted, given, strict=True)}
     answers = [(n.a_id, n.b_id, n.positive, n.annotator, n.role, n.source,
-                *by_answer.get(UNSTORED + k, ("excluded", None)))
+                *by_answer.get(UNSTORED + k, ("excluded", None)), False)
                for k, n in enumerate(change.add)]
     moved = [(row.id, *target) for row, target in zip(plan.rows, stored, strict=True)
              if (row.outcome, row.label_id) != target]
     lines, causes = _encoded(plan)
-    return TeamBulk(change, plan, answers, moved, lines, causes)
+    return TeamBulk(change, plan, {pair: ref for pair, (ref, _) in labels.items()}, answers,
+                    moved, new_labels(plan), lines, causes)
 
 
 def _encoded(plan: Recomputed) -> tuple[list[tuple[int, list[Encoded]]], dict[int, int]]:
@@ -180,7 +188,7 @@ def switch(work: ProjectWork, project: Project, bulk: TeamBulk,
     once the transaction committed.
     """
     session, state, now = work.session, work.state, utcnow()
-    key: Callable[[Any], Any] = (lambda c: concepts.get(c, c)) if concepts else (lambda c: c)
+    key: Callable[[Any], Any] = (lambda c: concepts.get(c, c)) if concepts else _same
     before = state.closure
     project.version += 1  # every stored change: a planner that read the answers before replans
     ids = _switch_labels(work, project, bulk, now, key, moves=not concepts)
@@ -188,10 +196,7 @@ def switch(work: ProjectWork, project: Project, bulk: TeamBulk,
     def label(ref: int | None) -> int | None:
         return ids[-ref - 1] if ref is not None and ref < 0 else ref
 
-    _insert_answers(session, [(project.id, key(a), key(b), positive, who, role, source,
-                               outcome, label(ref), False, now)
-                              for a, b, positive, who, role, source, outcome, ref
-                              in bulk.answers])
+    _insert_answers(session, project.id, bulk, ids, key, now)
     if bulk.outcomes:
         session.execute(_answers.update().where(_answers.c.id == bindparam("k_id")).values(
             outcome=bindparam("v_outcome"), label_id=bindparam("v_label")),
@@ -219,7 +224,7 @@ def _switch_labels(work: ProjectWork, project: Project, bulk: TeamBulk, now: dat
         session.execute(update(AssertedLabel).where(AssertedLabel.id.in_(plan.remove)).values(
             retracted_at=now, retracted_version=project.version, caused_by=None)
             .execution_options(synchronize_session=False))
-    added = new_labels(plan)
+    added = bulk.labels
     ids = insert_labels(session, [(project.id, key(a), key(b), value, who, now, project.version)
                                   for (a, b), value, who in added])
 
@@ -240,23 +245,82 @@ def _switch_labels(work: ProjectWork, project: Project, bulk: TeamBulk, now: dat
     return ids
 
 
-def _insert_answers(session: Session, rows: list[Row]) -> None:
-    """Insert answer rows (:data:`_ANSWER_COLUMNS`) with the driver's executemany; the time
-    goes through the column type's own processing, once."""
-    if not rows:
+def _same(concept: Any) -> Any:
+    return concept
+
+
+def _insert_answers(session: Session, project_id: int, bulk: TeamBulk, ids: list[int],
+                    key: Callable[[Any], Any], now: datetime) -> None:
+    """Insert the new answers with the driver's executemany, all at the time ``now``
+    (through the column type's own processing, once): the new labels' ids for their
+    stand-ins, the stored ids of provisional concepts."""
+    if not bulk.answers:
         return
     connection = session.connection()
     stamp = _answers.c.created_at.type._cached_bind_processor(connection.dialect)
-    if stamp is not None:
-        stored = stamp(rows[0][-1])
-        rows = [(*row[:-1], stored) for row in rows]
+    at = stamp(now) if stamp is not None else now
+    rows = [(project_id, key(a), key(b), positive, who, role, source, outcome,
+             ids[-ref - 1] if ref is not None and ref < 0 else ref, check, at)
+            for a, b, positive, who, role, source, outcome, ref, check in bulk.answers]
     mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
     connection.exec_driver_sql(
         f"INSERT INTO answers ({', '.join(_ANSWER_COLUMNS)}) "
         f"VALUES ({', '.join([mark] * len(_ANSWER_COLUMNS))})", rows)
 
 
-def post_team_bulk(work: ProjectWork, change: TeamChange) -> BulkStored:
-    """Plan and compute ``change`` with no lock held, then switch it in (module docstring)."""
-    return work.write(lambda work: prepare(work, change),
-                      lambda work, project, bulk: switch(work, project, bulk))
+# ---------------------------------------------------------------------------- a bulk post
+@dataclass(frozen=True)
+class _Answered:
+    """A bulk post planned, and its answer built before the switch: ``pending`` are the
+    references to new labels, each with its stand-in, whose ids the switch gives."""
+
+    bulk: TeamBulk
+    answer: BulkLabelsCreated
+    pending: list[tuple[LabelRef, int]]
+
+    def filled(self, ids: list[int]) -> BulkLabelsCreated:
+        for ref, stand_in in self.pending:
+            ref.id = ids[-stand_in - 1]
+        return self.answer
+
+
+def _answered(work: ProjectWork, labels: Sequence[LabelIn], pairs: Sequence[tuple[int, int]],
+              change: TeamChange) -> _Answered:
+    """Plan a bulk post and build its answer, with no lock held."""
+    state = work.state
+    bulk = prepare(work, change)
+    plan, name = bulk.plan, state.name_of
+    diff = (ClosureDiff() if plan.closure is None
+            else closure_diff(state, state.closure, plan.closure))
+    refs, pending = [], []
+    for item, pair in zip(labels, pairs, strict=True):
+        stand_in = bulk.after.get(pair)
+        ref = LabelRef(id=stand_in if stand_in is None or stand_in >= 0 else None,
+                       a=name[pair[0]], b=name[pair[1]], label=label_value(item.positive))
+        refs.append(ref)
+        if stand_in is not None and stand_in < 0:
+            pending.append((ref, stand_in))
+    unchanged = sum(1 for item, pair in zip(labels, pairs, strict=True)
+                    if (live := state.labels.get(pair)) is not None
+                    and live.positive == item.positive)
+    return _Answered(bulk, BulkLabelsCreated(
+        created=len(plan.add), unchanged=unchanged,
+        newly_decided=NewlyDecided(positive=diff.n_positive, negative=diff.n_negative),
+        labels=refs), pending)
+
+
+def post_team_bulk(work: ProjectWork, labels: Sequence[LabelIn],
+                   pairs: Sequence[tuple[int, int]], source: str
+                   ) -> Written[BulkLabelsCreated]:
+    """Keep every label of a bulk post (its concepts' ids ``pairs``) as an answer: planned,
+    computed and answered with no lock held, then switched in (module docstring). The answer
+    is the write's result, so that an ``Idempotency-Key`` keeps it with the write."""
+    change = TeamChange(add=tuple(NewAnswer(a, b, item.positive, item.annotator,
+                                            item.source or source)
+                                  for item, (a, b) in zip(labels, pairs, strict=True)))
+
+    def store(work: ProjectWork, project: Project,
+              planned: _Answered) -> Written[BulkLabelsCreated]:
+        return Written(planned.filled(switch(work, project, planned.bulk).label_ids))
+
+    return work.write(lambda work: _answered(work, labels, pairs, change), store)
