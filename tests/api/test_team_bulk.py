@@ -322,3 +322,27 @@ def test_a_consensus_import_of_two_batches_is_written_in_one_transaction(
     assert plans == [True, True]  # two bulks, inside the file's one transaction
     assert summary.records == len(BULK)
     assert len(snapshot(database_url, pid)["answers"]) == len(HISTORY) + len(BULK)
+
+
+def test_an_answer_of_another_process_while_an_import_plans_is_kept(
+        client: TestClient, database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pid = team_project(client)
+    planned: list[int] = []
+    prepare = writing.prepare
+
+    def prepare_then_answer_elsewhere(work: ProjectWork, change: TeamChange) -> Any:
+        planned.append(len(change.add))
+        if len(planned) == 1:  # the same project moves before the import's transaction
+            response = label(client, pid, "k6", "k7", "negative", annotator="eve")
+            assert response.status_code == 201, response.text
+        return prepare(work, change)
+
+    monkeypatch.setattr(writing, "prepare", prepare_then_answer_elsewhere)
+    with runtime_on(database_url) as runtime:
+        summary = run_import(runtime, pid, team_file(BULK, CONCEPTS), StagePolicy(min_labels=1))
+        assert settled(runtime, pid)
+    assert planned == [len(BULK), len(BULK)]  # planned again inside its transaction
+    assert summary.labels_created > 0
+    answers = snapshot(database_url, pid)["answers"]
+    assert len(answers) == len(HISTORY) + 1 + len(BULK)
+    assert answers[len(HISTORY)][:4] == ("k6", "k7", False, "eve") and answers[len(HISTORY)][-1]
