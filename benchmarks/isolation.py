@@ -15,7 +15,13 @@ Meanwhile project A does heavy work, in one of four scenarios:
 * ``links``: ``--link-posts`` (50) concurrent ``POST links`` on a project whose features
   sporal computes (``--link-concepts`` concepts with texts, 400, and ``--link-pool`` pool
   pairs, 4,000), each retried after ``Retry-After`` while refused (429), while ``/health``
-  is watched; it prints the answers, ``/health``'s slowest answer and the last job's state.
+  is watched; it prints the answers, ``/health``'s slowest answer and the last job's state;
+* ``team``: one ``POST labels/bulk`` of ``--team-answers`` answers (50,000: five annotators
+  on each of ``--team-answers``/5 pairs of a generated order of ``--team-concepts`` concepts,
+  400, each answer wrong with probability 10%) into a ``consensus`` project, while a fresh
+  project B posts its labels one by one (at least 100, as in ``links``) and ``/health`` is
+  watched; it prints B's p50/p99/max and answers that are 5xx or none, ``/health``'s slowest
+  answer and the 1-minute load average before and after.
 
 Each scenario prints B's label p50/p99 while A works, against B alone before it (the baseline
 in the same server and process), and writes ``isolation.csv`` and ``summary.md``.
@@ -30,6 +36,8 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
+import random
 import tempfile
 import threading
 import time
@@ -44,7 +52,7 @@ from benchmarks.serving import Server, create_pool_project
 from reasoning.corpus import random_corpus
 from reasoning.generate import random_order
 
-__all__ = ["computed_project", "heavy_links", "main"]
+__all__ = ["computed_project", "heavy_links", "main", "team_bulk"]
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -359,6 +367,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             rows.append(import_scenario(client, server.base_url, b, labels, args))
         if "links" in args.scenarios:
             rows.append(_links_row(client, args))
+        if "team" in args.scenarios:
+            rows.append(_team_row(client, args))
     return rows
 
 
@@ -379,10 +389,81 @@ def _links_row(client: httpx.Client, args: argparse.Namespace) -> dict[str, Any]
     return row
 
 
+def _team_answers(n_answers: int, n_concepts: int) -> tuple[list[str], list[dict[str, str]]]:
+    """A generated order's concepts, and ``n_answers`` answers on its pairs: five annotators
+    per pair, each wrong with probability 10%."""
+    team, rng = ["ann", "bob", "cy", "dan", "eve"], random.Random(7)
+    order = random_order(n_concepts, max(1, n_answers // len(team)), degree=3, depth=10,
+                         random_state=3)
+    names = [f"t{i}" for i in order.concepts]
+    items = [{"a": names[a], "b": names[b], "annotator": who,
+              "label": "positive" if bool(y) != (rng.random() < 0.1) else "negative"}
+             for a, b, y in order.sample_labels(random_state=2) for who in team]
+    return names, items[:n_answers]
+
+
+def team_bulk(client: httpx.Client, *, answers: int, concepts: int) -> dict[str, Any]:
+    """One consensus bulk of ``answers`` answers into a project of ``concepts`` concepts,
+    while a fresh project B posts its labels one by one and ``/health`` is watched.
+
+    Returns B's label latencies and statuses, ``/health``'s latencies and statuses, the
+    bulk's status and seconds, and the 1-minute load average before and after.
+    """
+    base_url = str(client.base_url)
+    b, labels = _small_project(client, 60)
+    names, items = _team_answers(answers, concepts)
+    a = int(client.post("/projects", json={"name": "team", "policy": "consensus"})
+            .json()["id"])
+    client.post(f"/projects/{a}/concepts",
+                json={"concepts": [{"name": n} for n in names]}).raise_for_status()
+    body = json.dumps({"labels": items}).encode()
+    stop, health, health_statuses = threading.Event(), list[float](), list[int]()
+    watcher = threading.Thread(target=_watch_health, args=(base_url, stop, health,
+                                                           health_statuses))
+    bulk: list[tuple[int, float]] = []
+
+    def post_bulk() -> None:
+        with httpx.Client(base_url=base_url, timeout=3600) as other:
+            started = time.perf_counter()
+            response = other.post(f"/projects/{a}/labels/bulk", content=body,
+                                  headers={"Content-Type": "application/json"})
+            bulk.append((response.status_code, time.perf_counter() - started))
+
+    load = [os.getloadavg()[0]]
+    watcher.start()
+    poster = threading.Thread(target=post_bulk)
+    poster.start()
+    label_ms, label_statuses = _labels_meanwhile(base_url, b, labels, [poster],
+                                                 time.monotonic() + 60)
+    poster.join()
+    stop.set()
+    watcher.join()
+    load.append(os.getloadavg()[0])
+    return {"label_ms": label_ms, "label_statuses": label_statuses, "health_ms": health,
+            "health_statuses": health_statuses, "bulk": bulk[0] if bulk else (0, 0.0),
+            "load": load}
+
+
+def _team_row(client: httpx.Client, args: argparse.Namespace) -> dict[str, Any]:
+    figures = team_bulk(client, answers=args.team_answers, concepts=args.team_concepts)
+    ms, statuses, health = figures["label_ms"], figures["label_statuses"], figures["health_ms"]
+    status, seconds = figures["bulk"]
+    errors = sum(1 for s in statuses if s >= 500 or s == 0)
+    work = (f"a consensus bulk of {args.team_answers} answers: {status} in {seconds:.1f} s; "
+            f"B max {max(ms):.0f} ms, B 5xx/no answer {errors}, /health max "
+            f"{max(health):.0f} ms (5xx {sum(1 for s in figures['health_statuses'] if s != 200)})"
+            f", load {figures['load'][0]:.1f} -> {figures['load'][1]:.1f}")
+    row = {"scenario": "team", "a_work": work, "n": len(ms), "p50": _percentile(ms, 50),
+           "p99": _percentile(ms, 99)}
+    print(f"B while {work}: label p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms over "
+          f"{len(ms)} labels")
+    return row
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--scenarios", default="next,chain,import,links")
+    parser.add_argument("--scenarios", default="next,chain,import,links,team")
     parser.add_argument("--concepts", type=int, default=5000)
     parser.add_argument("--pool", type=int, default=20000)
     parser.add_argument("--chain", type=int, default=900)
@@ -397,6 +478,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="links: concepts with texts of the computed-features project")
     parser.add_argument("--link-pool", type=int, default=4000, help="links: its pool pairs")
     parser.add_argument("--link-posts", type=int, default=50, help="links: concurrent POSTs")
+    parser.add_argument("--team-answers", type=int, default=50_000,
+                        help="team: answers of the consensus bulk")
+    parser.add_argument("--team-concepts", type=int, default=400,
+                        help="team: concepts of the consensus project")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     rows = run(args)

@@ -4,7 +4,10 @@ The records are written in file order, in batches of :data:`BATCH` records of on
 through its service (:data:`_WRITERS`: concepts, pairs, bulk labels, retractions), so that no
 request-size limit applies; a run of labels is one batch, however long, so that it is one bulk
 import (closed at once, :data:`~app.services.labels.shared.CANONICAL_MIN`). A file whose
-labels come last may have them staged instead (:mod:`app.services.staging`).
+labels come last may have them staged instead (:mod:`app.services.staging`); into a project
+under a policy that takes every label as an answer (``consensus``), such a file's one run of
+labels is planned before its write transaction instead, and written with the rest of the file
+in one short one (:mod:`app.services.labels.team_bulk`).
 
 A ``policy`` (and ``question``) of the file's ``project`` record is set once every record is
 written: the labels are replayed under the project's policy as it was (``strict`` for a new
@@ -26,7 +29,7 @@ from typing import Any
 
 from sqlalchemy import delete, func, insert, select
 
-from app.errors import Forbidden
+from app.errors import ConcurrentChange, Forbidden
 from app.schemas import BulkLabels, ConceptIn, LabelIn
 from app.security import Caller
 from app.services.concepts import add_concepts
@@ -47,7 +50,9 @@ from app.services.importing.records import (
 )
 from app.services.importing.validation import validated
 from app.services.labels import Refused, post_bulk, retract_label
+from app.services.labels.change import NewAnswer, TeamChange
 from app.services.labels.policy import POLICIES, LabelPolicy
+from app.services.labels.team_bulk import PROVISIONAL, TeamBulk, prepare, provisional, switch
 from app.services.pairs import add_pairs
 from app.services.staging import LabelStage, StagedLine, StagePolicy
 from app.services.team import excluded_annotators
@@ -410,6 +415,75 @@ def _import_staged(work: ProjectWork, source: Source, total: int, progress: Prog
     return summary
 
 
+def _team_file(source: Source) -> tuple[list[str], list[Any]] | None:
+    """The concepts and the labels of a file whose labels can all be planned before its write
+    transaction as one bulk of answers: one run of labels, and no record that moves the
+    consensus otherwise (the project's policy, an exclusion, a re-ask); else None."""
+    names: list[str] = []
+    labels: list[Any] = []
+    for record in _records(source):
+        item = record.item
+        if record.kind in ("exclusion", "reask") or (
+                isinstance(item, ProjectSettings) and item.policy is not None):
+            return None
+        if isinstance(item, ConceptIn):
+            names.append(item.name)
+        elif record.kind == "label":
+            if labels and _batch(item) != _batch(labels[0]):
+                return None
+            labels.append(item)
+    return names, labels
+
+
+def _plan_team(work: ProjectWork, names: list[str], items: list[Any]
+               ) -> tuple[list[str], TeamChange, TeamBulk]:
+    """The file's new concepts, and its labels as one bulk of answers planned on the project
+    as the file's concepts will make it (no lock held, unless inside the switch)."""
+    new = list(dict.fromkeys(name for name in names if name not in work.state.id_of))
+    planner = provisional(work, new) if new else work
+    key = planner.state.id_of
+    change = TeamChange(add=tuple(NewAnswer(key[item.a], key[item.b], item.positive,
+                                            item.annotator, item.source or "import")
+                                  for item in items))
+    return new, change, prepare(planner, change)
+
+
+def _import_team_staged(work: ProjectWork, source: Source, total: int,
+                        progress: Progress | None, caller: Caller) -> ImportSummary | None:
+    """A consensus file's labels planned before its write transaction, then written with its
+    other records in one short one; None when the file does not allow it (:func:`_team_file`).
+    A project that moved since the plan (another process wrote) is planned again, locked."""
+    found = _team_file(source)
+    if found is None:
+        return None
+    names, items = found
+    version = work.project.version
+    new, change, bulk = _plan_team(work, names, items)
+    work.end_read()
+    summary = ImportSummary()
+    with work.atomically() as locked:
+        if locked.version != version:
+            new, change, bulk = _plan_team(work, names, items)
+        before = {pair: live.positive for pair, live in work.state.labels.items()}
+        others = itertools.takewhile(lambda r: r.kind != "label", _records(source))
+        _write(work, others, total, progress, caller, summary)
+        if any(name not in work.state.id_of for name in new):
+            raise ConcurrentChange("the project's concepts changed while its import was "
+                                   "planned; nothing of the file was stored, retry")
+        concepts = {PROVISIONAL + k: work.state.id_of[name] for k, name in enumerate(new)}
+        stored = switch(work, locked, bulk, concepts)
+    if new:  # the plan named them provisionally: the cache is read again
+        work.state.invalidate()
+        work.refresh()
+    summary.labels_created += len(stored.label_ids)
+    summary.labels_unchanged += sum(1 for n in change.add
+                                    if before.get((n.a_id, n.b_id)) == n.positive)
+    summary.records += len(items)
+    if progress is not None:
+        progress(len(items), total)
+    return summary
+
+
 def import_source(work: ProjectWork, source: Source, *, caller: Caller,
                   progress: Progress | None = None,
                   policy: StagePolicy | None = None) -> ImportSummary:
@@ -422,17 +496,23 @@ def import_source(work: ProjectWork, source: Source, *, caller: Caller,
     Raises :class:`InvalidItems` (every bad line) before anything is written. A file whose
     labels come last (no retraction) and number at least ``policy.min_labels`` has them
     staged in short transactions and switched in with its other records in one
-    (:mod:`app.services.staging`); any other file is written in one transaction. Either
-    way a failure part-way (a crash, a concurrent change) stores nothing.
+    (:mod:`app.services.staging`); under ``consensus`` (every label an answer) they are
+    planned before that one transaction instead (:func:`_import_team_staged`); any other
+    file is written in one transaction. Either way a failure part-way (a crash, a
+    concurrent change) stores nothing.
     """
     checker = validated(work, source)
     policy = policy or StagePolicy()
     records = checker.records
     staged = (checker.labels >= policy.min_labels and checker.labels_last
-              and not (checker.retracts or checker.answers or checker.deletions)
-              and not checker.consensus)  # consensus: every label an answer
+              and not (checker.retracts or checker.answers or checker.deletions))
+    team = checker.consensus  # every label an answer
     del checker  # its copy of the closure: the writes make their own
-    if staged:
+    if staged and team:
+        summary = _import_team_staged(work, source, records, progress, caller)
+        if summary is not None:
+            return summary
+    elif staged:
         return _import_staged(work, source, records, progress, policy, caller)
     with work.atomically():  # all of the file or none of it
         return _write(work, _records(source), records, progress, caller)

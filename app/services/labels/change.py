@@ -19,12 +19,12 @@ becomes the state's last fit once the transaction commits
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.schemas import DisagreementPairRef, DisagreementRef
@@ -52,8 +52,12 @@ __all__ = [
     "Recomputed",
     "TeamChange",
     "answer_check",
+    "bulk_disagreements",
+    "bulk_outcomes",
     "latest_resolution",
     "mark_excluded",
+    "mark_settled",
+    "new_labels",
     "plan_change",
     "run_change",
     "store_answers",
@@ -252,13 +256,13 @@ def store_change(work: ProjectWork, project: Project, change: TeamChange,
     ids_counted = {r.id for r in counted}
     mark_excluded(session, [*plan.left_out, *(r for r in added if r.id not in ids_counted)])
     states = sync_disagreements(session, project.id, plan.result, change.reason(), now)
-    _settled(project)
+    mark_settled(project)
     work.stage_team(replace(state.team, fit=plan.result))
     ref = states.get(change.pair) if change.pair is not None else None
     return Applied(plan, added, before, ref, ids, now, states)
 
 
-def _settled(project: Project) -> None:
+def mark_settled(project: Project) -> None:
     """A full consensus of every live answer was stored: it is that of the project's version
     now, and no pair waits for a refit any more (``docs/consensus.md``, "Incremental
     consensus")."""
@@ -376,6 +380,13 @@ def _first_annotators(plan: Recomputed) -> dict[tuple[int, int], str | None]:
     return first
 
 
+def new_labels(plan: Recomputed) -> list[tuple[tuple[int, int], bool, str | None]]:
+    """The labels ``plan`` asserts, in the order they get ids, each with the annotator of
+    the first answer that gave its value (as :func:`store_change` stores them)."""
+    annotators = _first_annotators(plan)
+    return [(pair, value, annotators.get(pair)) for pair, value in plan.add]
+
+
 # ---------------------------------------------------------------------------- outcomes
 def sync_outcomes(session: Session, result: Consensus, rows: Sequence[LiveAnswer],
                   state: ProjectState) -> None:
@@ -448,3 +459,52 @@ def sync_disagreements(session: Session, project_id: int, result: Consensus,
             session.flush()
             states[pair] = DisagreementRef(id=row.id, state="opened")
     return states
+
+
+# ---------------------------------------------------------------------------- in bulk
+def bulk_outcomes(result: Consensus, rows: Sequence[LiveAnswer],
+                  labels: Mapping[tuple[int, int], tuple[int, bool]]
+                  ) -> list[tuple[str, int | None]]:
+    """Per answer of ``rows``, the outcome and label :func:`sync_outcomes` gives it once the
+    live labels are ``labels`` (pair → ``(label id, value)``; a label not stored yet under
+    a stand-in id): computed before the write transaction, for a bulk of answers."""
+    targets: list[tuple[str, int | None]] = []
+    first: set[int] = set()
+    for row in rows:
+        pair = (row.a_id, row.b_id)
+        live = labels.get(pair)
+        if pair in result.contested or live is None or live[1] != row.positive:
+            target: tuple[str, int | None] = ("contested", None)
+        elif live[0] not in first and (row.outcome == "asserted" or row.label_id != live[0]):
+            target = ("asserted", live[0])
+            first.add(live[0])
+        else:
+            target = ("agreed", live[0])
+        targets.append(target)
+    return targets
+
+
+def bulk_disagreements(session: Session, project_id: int, result: Consensus, reason: str,
+                       now: datetime, key: Callable[[Any], int] = int) -> None:
+    """:func:`sync_disagreements` for a bulk: the disagreements it opens inserted at once
+    (no flush per row); ``key`` maps the consensus's concepts to concept ids."""
+    held: set[int] = set()
+    open_rows: dict[tuple[int, int], int] = {}
+    for k, a, b, reopened in session.execute(
+            select(Disagreement.id, Disagreement.a_id, Disagreement.b_id,
+                   Disagreement.reopened_at).where(
+                Disagreement.project_id == project_id, Disagreement.closed_at.is_(None))):
+        open_rows[(a, b)] = k
+        if reopened is not None:
+            held.add(k)
+    contested = [(key(a), key(b)) for a, b in cast(dict[tuple[Any, Any], Any], result.contested)]
+    still = set(contested)
+    closing = [k for pair, k in open_rows.items() if pair not in still and k not in held]
+    if closing:
+        session.execute(update(Disagreement).where(Disagreement.id.in_(closing))
+                        .values(closed_at=now, closed_reason=reason)
+                        .execution_options(synchronize_session=False))
+    opening = [{"project_id": project_id, "a_id": a, "b_id": b, "opened_at": now}
+               for a, b in contested if (a, b) not in open_rows]
+    if opening:
+        session.execute(insert(Disagreement), opening)

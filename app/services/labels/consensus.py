@@ -30,9 +30,7 @@ from app.schemas import (
     BulkLabelsCreated,
     LabelCreated,
     LabelIn,
-    LabelRef,
     LabelRetracted,
-    NewlyDecided,
     Resolution,
     label_value,
 )
@@ -66,6 +64,7 @@ from app.services.labels.shared import (
     within_budget,
 )
 from app.services.labels.store import release
+from app.services.labels.team_bulk import post_team_bulk
 from app.services.state import LiveLabel
 from app.services.team import (
     LiveAnswer,
@@ -219,24 +218,10 @@ def _diff(work: ProjectWork, applied: Applied) -> ClosureDiff:
 
 # ---------------------------------------------------------------------------- bulk
 def _post_bulk(work: ProjectWork, body: BulkLabels, source: str) -> Written[BulkLabelsCreated]:
-    """Keep every label of a bulk post or an import as an answer; one full path for all."""
-    state = work.state
-    pairs = resolve_bulk(state, body.labels)
-    before = {pair: live.positive for pair, live in state.labels.items()}
-    change = TeamChange(add=tuple(
-        NewAnswer(a, b, item.positive, item.annotator, item.source or source)
-        for item, (a, b) in zip(body.labels, pairs, strict=True)))
-    applied = run_change(work, change)
-    diff = _diff(work, applied)
-    labels, name = work.state.labels, state.name_of
-    return Written(BulkLabelsCreated(
-        created=len(applied.label_ids),
-        unchanged=sum(1 for item, pair in zip(body.labels, pairs, strict=True)
-                      if before.get(pair) == item.positive),
-        newly_decided=NewlyDecided(positive=diff.n_positive, negative=diff.n_negative),
-        labels=[LabelRef(id=labels[pair].id if pair in labels else None, a=name[pair[0]],
-                         b=name[pair[1]], label=label_value(item.positive))
-                for item, pair in zip(body.labels, pairs, strict=True)]))
+    """Keep every label of a bulk post or an import as an answer; one full path for all,
+    planned and answered with no lock held and switched in by one short write
+    (:mod:`app.services.labels.team_bulk`)."""
+    return post_team_bulk(work, body.labels, resolve_bulk(work.state, body.labels), source)
 
 
 # ---------------------------------------------------------------------------- retractions
