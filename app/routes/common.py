@@ -10,6 +10,7 @@ import anyio
 from fastapi import Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from pydantic import BaseModel, ValidationError, WithJsonSchema
 from starlette.responses import Response, StreamingResponse
 
 from app.db import SessionDep
@@ -171,11 +172,55 @@ def _without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+PARSE_IN_THREAD = 1 << 20
+"""A JSON body of this many bytes or more is parsed in a worker thread, not in the event loop
+(a bulk of 50,000 labels: some 70 ms during which no other request of any project moves)."""
+
+
+def _strict_loads(raw: bytes) -> Any:
+    return json.loads(raw, object_pairs_hook=_without_duplicates)
+
+
 class _StrictJSONRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_strict_json"):
-            self._strict_json = json.loads(await self.body(), object_pairs_hook=_without_duplicates)
+            raw = await self.body()
+            self._strict_json = (await anyio.to_thread.run_sync(_strict_loads, raw)
+                                 if len(raw) >= PARSE_IN_THREAD else _strict_loads(raw))
         return self._strict_json
+
+
+def _inline(schema: Any, defs: dict[str, Any]) -> Any:
+    """``schema`` with every ``#/$defs/`` reference replaced by its definition."""
+    if isinstance(schema, dict):
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return _inline(defs[ref.removeprefix("#/$defs/")], defs)
+        return {key: _inline(value, defs) for key, value in schema.items() if key != "$defs"}
+    if isinstance(schema, list):
+        return [_inline(value, defs) for value in schema]
+    return schema
+
+
+def validated_in_route(model: type[BaseModel]) -> Any:
+    """A body type that FastAPI takes as any JSON object, documented with ``model``'s schema:
+    the route validates it with :func:`validate_body`, in its worker thread. FastAPI validates
+    a declared body in the event loop, where 50,000 labels take 0.2-0.5 s of every other
+    request's time."""
+    full = model.model_json_schema()
+    return Annotated[dict[str, Any], WithJsonSchema(_inline(full, full.get("$defs", {})))]
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def validate_body(model: type[Model], raw: dict[str, Any]) -> Model:
+    """``raw`` as ``model``, or the 422 problem FastAPI gives for a declared body."""
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise RequestValidationError([{**error, "loc": ("body", *error["loc"])}
+                                      for error in exc.errors(include_url=False)]) from None
 
 
 class StrictJSONRoute(APIRoute):
@@ -201,4 +246,4 @@ class StrictJSONRoute(APIRoute):
         return strict
 
 
-__all__ += ["StrictJSONRoute"]
+__all__ += ["PARSE_IN_THREAD", "StrictJSONRoute", "validate_body", "validated_in_route"]

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi import APIRouter, Body, Header, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from app.errors import ProblemResponse, problem_body
@@ -18,6 +18,8 @@ from app.routes.common import (
     StrictJSONRoute,
     WriteProject,
     problem_responses,
+    validate_body,
+    validated_in_route,
 )
 from app.routes.jobs import job_read
 from app.schemas import (
@@ -52,6 +54,8 @@ IdempotencyKey = Annotated[
            "first answer; the same key with another body is 422."),
 ]
 
+
+RawBulkLabels = Annotated[validated_in_route(BulkLabels), Body()]
 
 LabelWrite = Callable[[ProjectWork, Any], Written[Any] | Refused]
 
@@ -121,11 +125,12 @@ def post_label(body: LabelIn, work: WriteProject, request: Request, inflight: In
 
 @router.post("/bulk", status_code=201, response_model=BulkLabelsCreated,
              responses=problem_responses(409, 413))
-def post_bulk(body: BulkLabels, work: WriteProject, request: Request, inflight: InFlightDep,
+def post_bulk(raw: RawBulkLabels, work: WriteProject, request: Request, inflight: InFlightDep,
               caller: CallerDep, idempotency_key: IdempotencyKey = None) -> Response:
     """Import labels in one transaction: all applied, or none with every contradiction listed.
     With an annotator key every label is that annotator's (as for a single label)."""
-    body = BulkLabels.model_construct(labels=[_as(caller, item) for item in body.labels])
+    parsed = validate_body(BulkLabels, raw)  # here, in the worker thread, not the event loop
+    body = BulkLabels.model_construct(labels=[_as(caller, item) for item in parsed.labels])
     return _once(service.post_bulk, "bulk", work, body, request, inflight, idempotency_key)
 
 

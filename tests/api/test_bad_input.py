@@ -132,3 +132,27 @@ def test_every_route_that_takes_a_body_refuses_duplicate_keys(client: TestClient
     assert len(with_body) >= 6
     assert all(isinstance(route, StrictJSONRoute) for route in with_body), \
         [route.path for route in with_body if not isinstance(route, StrictJSONRoute)]
+
+
+def test_a_bulk_body_is_checked_in_the_route_as_a_declared_one_would_be(
+        client: TestClient) -> None:
+    """The bulk body is validated in the route's worker thread, not in the event loop: the
+    same 422 problems (naming where, under ``body``), and the same documented schema."""
+    pid = new_project(client, ["a", "b", "c"])
+    bad = {"labels": [{"a": "a", "b": "b", "label": "positive"},
+                      {"a": "b", "b": "c", "label": "maybe"}]}
+    problem = assert_problem(client.post(f"/projects/{pid}/labels/bulk", json=bad), 422,
+                             "validation-error")
+    assert [e["loc"] for e in problem["errors"]] == [["body", "labels", 1, "label"]]
+    extra = {"labels": [{"a": "a", "b": "b", "label": "positive", "weight": 2}]}
+    problem = assert_problem(client.post(f"/projects/{pid}/labels/bulk", json=extra), 422,
+                             "validation-error")
+    assert problem["errors"][0]["loc"] == ["body", "labels", 0, "weight"]
+    assert_problem(client.post(f"/projects/{pid}/labels/bulk", json=[1]), 422,
+                   "validation-error")
+    assert client.get(f"/projects/{pid}/labels").json()["total"] == 0
+    schema = client.get("/openapi.json").json()["paths"]["/projects/{project_id}/labels/bulk"][
+        "post"]["requestBody"]["content"]["application/json"]["schema"]
+    item = schema["properties"]["labels"]["items"]
+    assert schema["required"] == ["labels"] and set(item["required"]) == {"a", "b", "label"}
+    assert item["properties"]["label"]["enum"] == ["positive", "negative"]
