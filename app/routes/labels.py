@@ -17,9 +17,9 @@ from app.routes.common import (
     ReadProject,
     StrictJSONRoute,
     WriteProject,
+    documented_as,
     problem_responses,
     validate_body,
-    validated_in_route,
 )
 from app.routes.jobs import job_read
 from app.schemas import (
@@ -55,7 +55,7 @@ IdempotencyKey = Annotated[
 ]
 
 
-RawBulkLabels = Annotated[validated_in_route(BulkLabels), Body()]
+RawBulkLabels = Annotated[dict[str, Any], documented_as(BulkLabels), Body()]
 
 LabelWrite = Callable[[ProjectWork, Any], Written[Any] | Refused]
 
