@@ -55,6 +55,7 @@ __all__ = [
     "TeamView",
     "asked_stake",
     "covering_stake",
+    "held_alone",
     "now_stake",
     "resting",
     "stakes",
@@ -204,19 +205,20 @@ def _label_matrices(closure: Closure) -> tuple[np.ndarray, np.ndarray, list, np.
     return ab, value, keys, paths
 
 
-def resting(closure: Closure, pool: Collection[Pair]) -> dict[Pair, int]:
-    """Per asserted label, the pool pairs that rest on it alone now (at least 1).
+def held_alone(closure: Closure, pool: Collection[Pair]) -> tuple[list[Pair], np.ndarray]:
+    """The asserted labels, and per label the pool pairs that rest on it alone now.
 
-    A positive label ``(a, b)`` holds a positive pair ``(x, y)`` alone when every path of
-    positive labels from x to y runs through it (the paths through it, ``paths[x, a] ×
-    paths[b, y]``, are all of them), and the mirror ``(y, x)`` with it where no negative label
-    decides that too; only a covering pair of the map (a direct edge) holds any. A negative
-    label holds the pairs of its product set that no other negative label's holds and no
-    positive mirrors. (The negatives that a positive label's reach lends to a negative
-    label's product set are left to the negative label.)
+    Returns the labels (assertion order) and a boolean ``[label, pool pair]`` matrix (pool in
+    iteration order). A positive label ``(a, b)`` holds a positive pair ``(x, y)`` alone when
+    every path of positive labels from x to y runs through it (the paths through it,
+    ``paths[x, a] × paths[b, y]``, are all of them), and the mirror ``(y, x)`` with it where
+    no negative label decides that too; only a covering pair of the map (a direct edge)
+    holds any. A negative label holds the pairs of its product set that no other negative
+    label's holds and no positive mirrors. (The negatives that a positive label's reach
+    lends to a negative label's product set are left to the negative label.)
     """
     if not pool or not closure.asserted:
-        return {}
+        return list(closure.asserted), np.zeros((len(closure.asserted), len(pool)), dtype=bool)
     index = {c: k for k, c in enumerate(closure.concepts)}
     px = np.fromiter((index[p[0]] for p in pool), dtype=np.int64, count=len(pool))
     py = np.fromiter((index[p[1]] for p in pool), dtype=np.int64, count=len(pool))
@@ -227,19 +229,24 @@ def resting(closure: Closure, pool: Collection[Pair]) -> dict[Pair, int]:
     negative[ab[~value, 0], ab[~value, 1]] = 1.0
     r = reach.astype(float)
     cover = r.T @ negative @ r.T  # cover[x, y]: negative labels whose product set holds it
-    out = np.zeros(len(keys), dtype=np.int64)
+    out = np.zeros((len(keys), len(px)), dtype=bool)
     pos = np.flatnonzero(value)
     for x, y, mirror in ((px, py, False), (py, px, True)):
-        held = positive[x, y] & (cover[y, x] < 0.5 if mirror else True)
+        held = positive[x, y] & ((cover[y, x] < 0.5) if mirror else True)
         through = paths[x][:, ab[pos, 0]].T * paths[ab[pos, 1]][:, y]  # [k, pool]
-        alone = np.isclose(through, paths[x, y], rtol=1e-9, atol=0.0) & held
-        out[pos] += alone.sum(axis=1)
+        out[pos] |= np.isclose(through, paths[x, y], rtol=1e-9, atol=0.0) & held
     neg = np.flatnonzero(~value)
     if len(neg):
         inside = reach[ab[neg, 0]][:, px] & reach[py][:, ab[neg, 1]].T
-        only = (np.abs(cover[px, py] - 1.0) < 0.5) & ~positive[py, px]
-        out[neg] = (inside & only).sum(axis=1)
-    return {p: int(max(c, 1)) for p, c in zip(keys, out.tolist(), strict=True)}
+        out[neg] = inside & (np.abs(cover[px, py] - 1.0) < 0.5) & ~positive[py, px]
+    return keys, out
+
+
+def resting(closure: Closure, pool: Collection[Pair]) -> dict[Pair, int]:
+    """Per asserted label, the pool pairs that rest on it alone now (:func:`held_alone`), at
+    least 1: what a wrong answer there gets wrong that no other label holds."""
+    keys, held = held_alone(closure, pool)
+    return {p: int(max(c, 1)) for p, c in zip(keys, held.sum(axis=1).tolist(), strict=True)}
 
 
 StakeRule = Callable[[TeamView], Mapping[Pair, int]]
