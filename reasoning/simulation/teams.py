@@ -74,11 +74,13 @@ CONSENSUS_VARIANTS: dict[str, ConsensusVariant] = {
     "consensus-now": ConsensusVariant(fields={"stake": now_stake}),
     "consensus-prior": ConsensusVariant(fields={"prior_answers": 20.0}),
     "consensus-now-prior": ConsensusVariant(fields={"stake": now_stake, "prior_answers": 20.0}),
+    "consensus-now-lean": ConsensusVariant(fields={"stake": now_stake, "threshold": 0.5}),
 }
 """The consensus policies by name: the default, without weights, without check questions,
 the stake of a label as the pool pairs resting on it now (``-now``; ``-covering``: on the
 positive labels only, the covering pairs), and the accuracies drawn towards the prior by 20
-answers' worth (``-prior``)."""
+answers' worth (``-prior``); ``-now-lean``: the stake now with a second opinion only from
+0.5 expected wrong pool pairs (the threshold, tuned, instead of ``--second-opinion-value``)."""
 
 POLICIES = ("trust", "double", *CONSENSUS_VARIANTS)
 

@@ -3,17 +3,20 @@ stake of the answer it rests on, at the end of the sweep's consensus runs.
 
 Usage: python docs/results/teams/impact.py DOMAIN:REPEATS [DOMAIN:REPEATS ...] [--noise 0.1]
 (e.g. ``data_mining:0,1,2,3 geometry:0,1``; the data from ``$SPORAL_DATASETS/al-cpl``, by
-default ``../shared/datasets/al-cpl`` beside the repository). Each repeat replays the sweep's
-``consensus`` run (the same seed, so the same answers as its line in ``DOMAIN/runs.jsonl``;
-the script says whether the answers and the wrong pairs match), then reads the final map:
+default ``../shared/datasets/al-cpl`` beside the repository). Each repeat replays the
+``consensus`` run of ``budget/DOMAIN/runs.jsonl`` (the same seed and code, so the same
+answers; the script says whether the answers and the wrong pairs match; the perfect
+annotator's answers come from there too), then reads the final map:
 per asserted label, its answers, whether it is wrong, the pool pairs it decided when it was
 answered (the stake the policy used) and the pool pairs that rest on it alone now
 (:func:`reasoning.consensus.asking.held_alone`). It writes ``impact.csv`` (one row per
-domain and stake now of a single-answer label) and ``impact.png`` beside this file.
+domain and stake now of a single-answer label; the rows of domains not named are kept) and
+``impact.png`` beside this file.
 """
 
 import argparse
 import csv
+import json
 import os
 from collections import Counter
 from pathlib import Path
@@ -86,14 +89,17 @@ def tally(domain_name: str, runs: list[dict], perfect: float) -> list[dict]:
             for i, (lo, hi) in enumerate(BINS)]
 
 
-def perfect_answers(domain_name: str, repeats: list[int]) -> float:
-    """The mean answers of the perfect annotator on these repeats (the sweep's runs)."""
-    import json
+def _rows(domain_name: str) -> list[dict]:
+    """The runs of ``budget/DOMAIN/runs.jsonl`` (budget.md's runs, this code's)."""
+    path = HERE / "budget" / domain_name / "runs.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [{"key": item["key"], **item["row"]} for item in map(json.loads, lines)]
 
+
+def perfect_answers(domain_name: str, repeats: list[int]) -> float:
+    """The mean answers of the perfect annotator on these repeats."""
     found = []
-    for line in (HERE / domain_name / "runs.jsonl").read_text().splitlines():
-        item = json.loads(line)
-        row = item["row"]
+    for row in _rows(domain_name):
         if (row["policy"] == "trust" and row["noise"] in ("0.0", "0") and row["repeat"] in repeats
                 and row["noise_model"] == "independent"):
             found.append(row["answers"])
@@ -101,13 +107,11 @@ def perfect_answers(domain_name: str, repeats: list[int]) -> float:
 
 
 def sweep_line(domain_name: str, noise: str, repeat: int) -> tuple[int, int] | None:
-    import json
-
+    """The answers and wrong pairs of the same consensus run in ``budget/DOMAIN``."""
     key = f"{domain_name}|EDP-F|consensus|{noise}|independent|{repeat}|0|0.05|0.3"
-    for line in (HERE / domain_name / "runs.jsonl").read_text().splitlines():
-        item = json.loads(line)
-        if item["key"] == key:
-            return item["row"]["answers"], item["row"]["wrong_pairs"]
+    for row in _rows(domain_name):
+        if row["key"] == key:
+            return row["answers"], row["wrong_pairs"]
     return None
 
 
@@ -164,7 +168,7 @@ def main() -> None:
             run = replay(name, args.noise, r)
             single = [lab for lab in run["labels"] if lab["answers"] == 1]
             print(f"{name} repeat {r}: {run['answers']} answers, {run['wrong_pairs']} wrong "
-                  f"of {run['pool']} (sweep: {sweep_line(name, args.noise, r)}); "
+                  f"of {run['pool']} (budget run: {sweep_line(name, args.noise, r)}); "
                   f"{len(single)} single-answer labels of {len(run['labels'])}, "
                   f"{sum(lab['wrong'] for lab in single)} wrong; wrong pairs held by a single "
                   f"answer: {int((run['wrong_pair'] & run['any_single']).sum())} of "
@@ -174,7 +178,14 @@ def main() -> None:
                               if lab["wrong"]), flush=True)
             runs.append(run)
         rows += tally(name, runs, perfect_answers(name, repeats))
-    with (HERE / "impact.csv").open("w", newline="") as handle:
+    path = HERE / "impact.csv"
+    done = {row["domain"] for row in rows}
+    if path.exists():  # the other domains' rows stay
+        with path.open(newline="") as handle:
+            kept = [{k: v if k in ("domain", "stake_now") else float(v) for k, v in r.items()}
+                    for r in csv.DictReader(handle) if r["domain"] not in done]
+        rows = kept + rows
+    with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=FIELDS)
         writer.writeheader()
         writer.writerows(rows)
