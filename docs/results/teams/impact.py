@@ -6,7 +6,8 @@ Usage: python docs/results/teams/impact.py DOMAIN:REPEATS [DOMAIN:REPEATS ...] [
 default ``../shared/datasets/al-cpl`` beside the repository). Each repeat replays the
 ``consensus`` run of ``budget/DOMAIN/runs.jsonl`` (the same seed and code, so the same
 answers; the script says whether the answers and the wrong pairs match; the perfect
-annotator's answers come from there too), then reads the final map:
+annotator's answers come from there too; each replay is kept in ``budget/DOMAIN/impact.jsonl``
+and read from there next time), then reads the final map:
 per asserted label, its answers, whether it is wrong, the pool pairs it decided when it was
 answered (the stake the policy used) and the pool pairs that rest on it alone now
 (:func:`reasoning.consensus.asking.held_alone`). It writes ``impact.csv`` (one row per
@@ -35,7 +36,7 @@ from reasoning.strategies import get_strategy  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DATA = Path(os.environ.get("SPORAL_DATASETS", HERE.parents[3] / "shared" / "datasets")) / "al-cpl"
-BINS = ((1, 1), (2, 2), (3, 4), (5, 8), (9, 16), (17, 10**9))
+BINS = ((0, 0), (1, 1), (2, 2), (3, 4), (5, 8), (9, 16), (17, 10**9))
 FIELDS = ("domain", "repeats", "stake_now", "single_labels", "single_wrong", "pairs_held",
           "wrong_pairs_held", "answers_perfect")
 
@@ -57,13 +58,13 @@ def replay(domain_name: str, noise: str, repeat: int) -> dict:
     for k, pair in enumerate(keys):
         value = run.closure.asserted[pair]
         labels.append({"answers": len(policy.by_pair.get(pair, ())),
-                       "wrong": value != bool(run.truth[run.rows[pair]]),
+                       "wrong": bool(value != bool(run.truth[run.rows[pair]])),
                        "asked": policy.stake.get(pair, 1), "now": int(held[k].sum()),
-                       "held": held[k]})
-    return {"answers": out.answers, "wrong_pairs": out.wrong_pairs, "pool": out.pool,
-            "labels": labels, "wrong_pair": wrong_pair,
-            "any_single": held[[k for k, lab in enumerate(labels) if lab["answers"] == 1]]
-            .any(axis=0) if labels else np.zeros(len(pool), dtype=bool)}
+                       "wrong_held": int((held[k] & wrong_pair).sum())})
+    single = [k for k, lab in enumerate(labels) if lab["answers"] == 1]
+    return {"domain": domain_name, "noise": noise, "repeat": repeat, "answers": out.answers,
+            "wrong_pairs": out.wrong_pairs, "pool": out.pool, "labels": labels,
+            "wrong_by_single": int((wrong_pair & held[single].any(axis=0)).sum())}
 
 
 def bin_of(stake: int) -> int:
@@ -80,9 +81,9 @@ def tally(domain_name: str, runs: list[dict], perfect: float) -> list[dict]:
             row = rows[bin_of(lab["now"])]
             row["single_labels"] += 1
             row["single_wrong"] += lab["wrong"]
-            row["pairs_held"] += int(lab["held"].sum())
+            row["pairs_held"] += lab["now"]
             if lab["wrong"]:
-                row["wrong_pairs_held"] += int((lab["held"] & run["wrong_pair"]).sum())
+                row["wrong_pairs_held"] += lab["wrong_held"]
     return [{"domain": domain_name, "repeats": len(runs),
              "stake_now": f"{lo}" if lo == hi else f"{lo}+" if hi > 10**8 else f"{lo}-{hi}",
              **{k: rows[i][k] for k in FIELDS[3:7]}, "answers_perfect": round(perfect, 1)}
@@ -143,6 +144,7 @@ def plot(rows: list[dict], path: Path) -> None:
                     [r["stake_now"] for r in rows[:len(BINS)]])
     left.set_xlabel("pool pairs resting on the single answer now (stake)")
     left.set_ylabel("pool pairs per run")
+    left.set_yscale("symlog", linthresh=1.0)
     left.set_title("The map held alone by single answers, ε = 0.10")
     left.legend(fontsize=7)
     right.set_xlabel("second opinions on every single answer of stake ≥ s (× perfect)")
@@ -154,6 +156,32 @@ def plot(rows: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def replays(name: str, noise: str, repeats: list[int]) -> list[dict]:
+    """The replays of these repeats: read from ``budget/DOMAIN/impact.jsonl``, else run and
+    added there (a replay is a whole consensus run)."""
+    path = HERE / "budget" / name / "impact.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kept = {(item["noise"], item["repeat"]): item
+            for item in map(json.loads, path.read_text().splitlines() if path.exists() else [])}
+    runs = []
+    for r in repeats:
+        run = kept.get((noise, r))
+        if run is None:
+            run = replay(name, noise, r)
+            with path.open("a") as handle:
+                handle.write(json.dumps(run) + "\n")
+        single = [lab for lab in run["labels"] if lab["answers"] == 1]
+        print(f"{name} repeat {r}: {run['answers']} answers, {run['wrong_pairs']} wrong of "
+              f"{run['pool']} (budget run: {sweep_line(name, noise, r)}); {len(single)} "
+              f"single-answer labels of {len(run['labels'])}, "
+              f"{sum(lab['wrong'] for lab in single)} wrong; wrong pairs held by a single "
+              f"answer: {run['wrong_by_single']} of {run['wrong_pairs']}", flush=True)
+        print("  wrong single answers (stake when answered -> resting on it now): "
+              + ", ".join(f"{lab['asked']}->{lab['now']}" for lab in single if lab["wrong"]))
+        runs.append(run)
+    return runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="DOMAIN:R1,R2,...")
@@ -163,21 +191,7 @@ def main() -> None:
     for spec in args.runs:
         name, reps = spec.split(":")
         repeats = [int(r) for r in reps.split(",")]
-        runs = []
-        for r in repeats:
-            run = replay(name, args.noise, r)
-            single = [lab for lab in run["labels"] if lab["answers"] == 1]
-            print(f"{name} repeat {r}: {run['answers']} answers, {run['wrong_pairs']} wrong "
-                  f"of {run['pool']} (budget run: {sweep_line(name, args.noise, r)}); "
-                  f"{len(single)} single-answer labels of {len(run['labels'])}, "
-                  f"{sum(lab['wrong'] for lab in single)} wrong; wrong pairs held by a single "
-                  f"answer: {int((run['wrong_pair'] & run['any_single']).sum())} of "
-                  f"{int(run['wrong_pair'].sum())}", flush=True)
-            print("  wrong single answers (stake when answered -> resting on it now): "
-                  + ", ".join(f"{lab['asked']}->{lab['now']}" for lab in single
-                              if lab["wrong"]), flush=True)
-            runs.append(run)
-        rows += tally(name, runs, perfect_answers(name, repeats))
+        rows += tally(name, replays(name, args.noise, repeats), perfect_answers(name, repeats))
     path = HERE / "impact.csv"
     done = {row["domain"] for row in rows}
     if path.exists():  # the other domains' rows stay
