@@ -113,3 +113,12 @@ def test_every_consensus_variant_is_a_policy_and_sets_only_its_fields():
             assert getattr(policy, key) == variant.fields.get(key, value)
     assert CONSENSUS_VARIANTS["consensus-now"].policy(base).stake is now_stake
     assert not CONSENSUS_VARIANTS["consensus-unweighted"].weighted
+
+
+def test_the_report_pairs_every_other_variant_with_consensus():
+    from reasoning.simulation.team_report import PAIRED
+
+    for name in set(CONSENSUS_VARIANTS) - {"consensus", "consensus-unweighted",
+                                           "consensus-nocheck"}:
+        assert (name, "consensus") in PAIRED
+    assert ("consensus", "consensus-unweighted") in PAIRED  # the earlier pairs stay
