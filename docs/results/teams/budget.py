@@ -5,7 +5,8 @@ Usage: python docs/results/teams/budget.py [DOMAIN ...] [--noise 0.1]
 ``sporal simulate --mode coverage --out docs/results/teams/budget/DOMAIN --resume``) and
 prints, per domain, one line per policy over the repeats it shares with ``consensus``: the
 wrong share of the pool and the answers per the perfect annotator's of the same repeat
-(means with 95% Student-t intervals), then the paired differences (policy − consensus).
+(means with 95% Student-t intervals), then the paired differences (policy − consensus); and
+with several domains, those differences pooled over them.
 """
 
 import argparse
@@ -61,6 +62,29 @@ def table(domain: str, noise: str) -> list[str]:
     return lines + [""]
 
 
+def pooled(domains: list[str], noise: str) -> list[str]:
+    """Per variant, the paired differences from ``consensus`` pooled over the domains (one
+    pair per domain and repeat)."""
+    diffs: dict[str, list[tuple[float, float]]] = {}
+    for domain in domains:
+        by, perfect = rows(domain, noise)
+        for (policy, rep), row in by.items():
+            ref = by.get(("consensus", rep))
+            if policy == "consensus" or ref is None or rep not in perfect:
+                continue
+            diffs.setdefault(policy, []).append((
+                100 * (row["error_rate"] - ref["error_rate"]),
+                (row["answers"] - ref["answers"]) / perfect[rep]))
+    lines = [f"### Pooled over {', '.join(domains)}, ε = {noise}", "",
+             "| policy − consensus | pairs | wrong (points) | answers / perfect |",
+             "|---|---|---|---|"]
+    for policy in sorted(diffs):
+        pairs = diffs[policy]
+        lines.append(f"| {policy} | {len(pairs)} | {_cell([d[0] for d in pairs], 2)} | "
+                     f"{_cell([d[1] for d in pairs], 3)} |")
+    return lines + [""]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("domains", nargs="*")
@@ -70,6 +94,8 @@ def main() -> None:
                                      if (p / "runs.jsonl").exists())
     for domain in domains:
         print("\n".join(table(domain, args.noise)))
+    if len(domains) > 1:
+        print("\n".join(pooled(domains, args.noise)))
 
 
 if __name__ == "__main__":
