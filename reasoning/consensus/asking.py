@@ -11,8 +11,10 @@ and the annotator asking, :meth:`AskPolicy.choose` returns the pair to ask and w
    most pool pairs at stake;
 2. ``second-opinion``: the decided pair with the greatest value of information
    ``P(wrong) × stake`` (P from the answers' accuracies and the model's probability,
-   :func:`~reasoning.consensus.core.p_wrong` generalised to several answers; ``stake`` the pool
-   pairs its answer decided) when it reaches :attr:`AskPolicy.threshold`; before it, a pair a
+   :func:`~reasoning.consensus.core.p_wrong` generalised to several answers; ``stake`` by the
+   policy's :attr:`AskPolicy.stake` rule: :func:`asked_stake`, the pool pairs its answer
+   decided; :func:`covering_stake` or :func:`now_stake`, the pool pairs that rest on it now,
+   :func:`resting`) when it reaches :attr:`AskPolicy.threshold`; before it, a pair a
    lead re-asked (:attr:`TeamView.reask`) that this annotator has not answered. After an annotator
    failed a check question, their negative answers on pairs that a path could still make
    positive count as answered at the check failure rate's accuracy: they get second opinions
@@ -34,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +51,13 @@ __all__ = [
     "SECOND_OPINION_VALUE",
     "AskPolicy",
     "Choice",
+    "StakeRule",
     "TeamView",
+    "asked_stake",
+    "covering_stake",
+    "held_alone",
+    "now_stake",
+    "resting",
     "stakes",
 ]
 
@@ -62,6 +71,10 @@ CHECK_RATE_PASSED = 0.01
 
 SECOND_OPINION_VALUE = 0.3
 """The least value of information, P(wrong) × pool pairs at stake, worth a second opinion."""
+
+PRIOR_ACCURACY = 0.9
+"""The accuracy an annotator is taken at before their answers say otherwise (the consensus's
+prior, :func:`reasoning.consensus.consensus`)."""
 
 REASONS = ("new", "second-opinion", "disagreement")
 
@@ -107,6 +120,16 @@ class TeamView:
     proba: Mapping[Pair, float] = field(default_factory=dict)
     stake: Mapping[Pair, int] | None = None
     reask: Sequence[Pair] = ()
+    _resting: tuple[Any, dict[Pair, int]] | None = field(
+        default=None, init=False, repr=False, compare=False)
+
+    def resting(self) -> Mapping[Pair, int]:
+        """:func:`resting` of the consensus closure, kept until the closure changes."""
+        closure = self.closure
+        mark = (id(closure), closure.n_positive, closure.n_negative, len(self.result.labels))
+        if self._resting is None or self._resting[0] != mark:
+            self._resting = (mark, resting(closure, self.pool))
+        return self._resting[1]
 
     def stakes(self) -> Mapping[Pair, int]:
         """The pool pairs at stake per asserted label (``stake``, or computed)."""
@@ -168,6 +191,88 @@ def stakes(closure: Closure, labels: Mapping[Pair, bool], pool: Collection[Pair]
     return {p: int(max(c, 1)) for p, c in zip(keys, out.tolist(), strict=True)}
 
 
+def _label_matrices(closure: Closure) -> tuple[np.ndarray, np.ndarray, list, np.ndarray]:
+    """The asserted labels as index arrays: (a, b), their values, the labels, and the
+    paths over the positive labels (``paths[x, y]``: label paths from x to y, one for x = y)."""
+    asserted = closure.asserted
+    keys = list(asserted)
+    index = {c: k for k, c in enumerate(closure.concepts)}
+    ab = np.array([(index[a], index[b]) for a, b in keys], dtype=np.int64).reshape(-1, 2)
+    value = np.fromiter((asserted[p] for p in keys), dtype=bool, count=len(keys))
+    step = np.zeros((closure.n, closure.n))
+    step[ab[value, 0], ab[value, 1]] = 1.0
+    paths = np.linalg.inv(np.eye(closure.n) - step)  # Σ step^k: the labels form a DAG
+    return ab, value, keys, paths
+
+
+def held_alone(closure: Closure, pool: Collection[Pair]) -> tuple[list[Pair], np.ndarray]:
+    """The asserted labels, and per label the pool pairs that rest on it alone now.
+
+    Returns the labels (assertion order) and a boolean ``[label, pool pair]`` matrix (pool in
+    iteration order). A positive label ``(a, b)`` holds a positive pair ``(x, y)`` alone when
+    every path of positive labels from x to y runs through it (the paths through it,
+    ``paths[x, a] × paths[b, y]``, are all of them), and the mirror ``(y, x)`` with it where
+    no negative label decides that too; only a covering pair of the map (a direct edge)
+    holds any. A negative label holds the pairs of its product set that no other negative
+    label's holds and no positive mirrors. (The negatives that a positive label's reach
+    lends to a negative label's product set are left to the negative label.)
+    """
+    if not pool or not closure.asserted:
+        return list(closure.asserted), np.zeros((len(closure.asserted), len(pool)), dtype=bool)
+    index = {c: k for k, c in enumerate(closure.concepts)}
+    px = np.fromiter((index[p[0]] for p in pool), dtype=np.int64, count=len(pool))
+    py = np.fromiter((index[p[1]] for p in pool), dtype=np.int64, count=len(pool))
+    ab, value, keys, paths = _label_matrices(closure)
+    positive, _ = closure.matrices()
+    reach = positive | np.eye(closure.n, dtype=bool)
+    negative = np.zeros((closure.n, closure.n))
+    negative[ab[~value, 0], ab[~value, 1]] = 1.0
+    r = reach.astype(float)
+    cover = r.T @ negative @ r.T  # cover[x, y]: negative labels whose product set holds it
+    out = np.zeros((len(keys), len(px)), dtype=bool)
+    pos = np.flatnonzero(value)
+    for x, y, mirror in ((px, py, False), (py, px, True)):
+        held = positive[x, y] & ((cover[y, x] < 0.5) if mirror else True)
+        through = paths[x][:, ab[pos, 0]].T * paths[ab[pos, 1]][:, y]  # [k, pool]
+        out[pos] |= np.isclose(through, paths[x, y], rtol=1e-9, atol=0.0) & held
+    neg = np.flatnonzero(~value)
+    if len(neg):
+        inside = reach[ab[neg, 0]][:, px] & reach[py][:, ab[neg, 1]].T
+        out[neg] = inside & (np.abs(cover[px, py] - 1.0) < 0.5) & ~positive[py, px]
+    return keys, out
+
+
+def resting(closure: Closure, pool: Collection[Pair]) -> dict[Pair, int]:
+    """Per asserted label, the pool pairs that rest on it alone now (:func:`held_alone`), at
+    least 1: what a wrong answer there gets wrong that no other label holds."""
+    keys, held = held_alone(closure, pool)
+    return {p: int(max(c, 1)) for p, c in zip(keys, held.sum(axis=1).tolist(), strict=True)}
+
+
+StakeRule = Callable[[TeamView], Mapping[Pair, int]]
+"""How a policy counts the pool pairs at stake on each asserted label (:attr:`AskPolicy.stake`)."""
+
+
+def asked_stake(view: TeamView) -> Mapping[Pair, int]:
+    """The pool pairs each label's first answer decided when it was given
+    (:meth:`TeamView.stakes`)."""
+    return view.stakes()
+
+
+def now_stake(view: TeamView) -> Mapping[Pair, int]:
+    """The pool pairs that rest on each label alone now (:func:`resting`)."""
+    return view.resting()
+
+
+def covering_stake(view: TeamView) -> Mapping[Pair, int]:
+    """:func:`asked_stake`, raised to :func:`now_stake` on the positive labels (the covering
+    pairs of the map: a wrong one there takes every pair whose only path runs through it)."""
+    asked, now = view.stakes(), view.resting()
+    labels = view.result.labels
+    return {p: max(asked.get(p, 1), now.get(p, 1)) if labels.get(p) else asked.get(p, 1)
+            for p in set(asked) | set(now)}
+
+
 def _logit(p: float) -> float:
     p = min(max(p, 1e-6), 1.0 - 1e-6)
     return math.log(p / (1.0 - p))
@@ -180,6 +285,13 @@ class AskPolicy:
     check_rate: float = CHECK_RATE
     threshold: float = SECOND_OPINION_VALUE
     passed_rate: float = CHECK_RATE_PASSED
+    stake: StakeRule = asked_stake
+    """The pool pairs at stake on a label (:func:`asked_stake`, :func:`now_stake`,
+    :func:`covering_stake`)."""
+    prior_answers: float = 0.0
+    """Answers' worth of :data:`PRIOR_ACCURACY` added to each annotator's estimated accuracy
+    where P(wrong) is computed (0: the consensus's estimate as it is), weighed against the
+    annotator's answers on pairs that several answered (all the estimate learns from)."""
 
     def rate(self, view: TeamView, annotator: str | None) -> float:
         """The chance that ``annotator``'s next question is a check question."""
@@ -228,14 +340,30 @@ class AskPolicy:
                     best, choice = key, link
         return None if choice is None else Choice(choice[0], choice[1], "disagreement")
 
-    def p_wrong(self, view: TeamView, pair: Pair, value: bool,
-                suspects: Mapping[str | None, float]) -> float:
-        """P(the consensus value of ``pair`` is wrong): its answers' accuracies and the
-        model's probability, Bayes (independent answers)."""
+    def accuracies(self, view: TeamView) -> Mapping[str | None, float]:
+        """The accuracies P(wrong) reads: the consensus's estimates, drawn towards
+        :data:`PRIOR_ACCURACY` by :attr:`prior_answers` answers' worth."""
         accuracy = view.result.accuracy
+        if self.prior_answers <= 0:
+            return accuracy
+        informative: dict[str | None, int] = {}
+        for answers in view.answers.values():
+            if len(answers) > 1:
+                for ans in answers:
+                    informative[ans.annotator] = informative.get(ans.annotator, 0) + 1
+        weight = self.prior_answers
+        return {name: (acc * informative.get(name, 0) + PRIOR_ACCURACY * weight)
+                / (informative.get(name, 0) + weight) for name, acc in accuracy.items()}
+
+    def p_wrong(self, view: TeamView, pair: Pair, value: bool,
+                suspects: Mapping[str | None, float],
+                accuracy: Mapping[str | None, float] | None = None) -> float:
+        """P(the consensus value of ``pair`` is wrong): its answers' accuracies (default
+        :meth:`accuracies`) and the model's probability, Bayes (independent answers)."""
+        accuracy = self.accuracies(view) if accuracy is None else accuracy
         odds = _logit(view.proba.get(pair, 0.5)) * (1 if value else -1)
         for ans in view.answers.get(pair, ()):
-            acc = accuracy.get(ans.annotator, 0.9)
+            acc = accuracy.get(ans.annotator, PRIOR_ACCURACY)
             if not ans.positive and ans.annotator in suspects:
                 acc = min(acc, suspects[ans.annotator])
             acc = min(max(acc, ACCURACY_RANGE[0]), ACCURACY_RANGE[1])
@@ -262,14 +390,15 @@ class AskPolicy:
         down, _, _, _ = view.closure.reach()
         index = {c: k for k, c in enumerate(view.closure.concepts)}
         best, choice = self.threshold, None
-        stake = view.stakes()
+        stake = self.stake(view)
+        accuracy = self.accuracies(view)
         doubtful = annotator in suspects  # their "no" says nothing: no negatives for them
         for pair, value in result.labels.items():
             if pair in result.contested or view.answered(pair, annotator):
                 continue
             if doubtful and not value:
                 continue
-            wrong = self.p_wrong(view, pair, value, suspects)
+            wrong = self.p_wrong(view, pair, value, suspects, accuracy)
             if not value and any(a.annotator in suspects for a in view.answers.get(pair, ())):
                 if down[index[pair[1]]] >> index[pair[0]] & 1:
                     continue  # b precedes a: no path can make (a, b) positive

@@ -19,13 +19,17 @@ from matplotlib.figure import Figure
 
 from reasoning import report
 from reasoning.report import mean_ci
+from reasoning.simulation.teams import CONSENSUS_VARIANTS
 
 __all__ = ["PAIRED", "team_table", "write_reports"]
 
 PAIRED = (("consensus", "trust"), ("consensus", "double"),
           ("consensus", "consensus-unweighted"), ("consensus", "consensus-nocheck"),
-          ("consensus-nocheck", "trust"), ("double", "trust"))
-"""The policy pairs compared repeat by repeat (first minus second)."""
+          ("consensus-nocheck", "trust"), ("double", "trust"),
+          *((name, "consensus") for name in CONSENSUS_VARIANTS
+            if name not in ("consensus", "consensus-unweighted", "consensus-nocheck")))
+"""The policy pairs compared repeat by repeat (first minus second); every other consensus
+variant against ``consensus``."""
 
 _ORDER = ("trust", "double", "consensus", "consensus-unweighted", "consensus-nocheck")
 

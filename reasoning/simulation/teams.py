@@ -10,7 +10,9 @@ annotator gets a question, under one policy:
   (:func:`reasoning.consensus.consensus`, with or without reliability weights) and the
   questions come from :class:`reasoning.consensus.asking.AskPolicy`: new pairs by the
   strategy, disagreements, second opinions by value of information, check questions;
-  ``consensus-nocheck``: the same without check questions (what detecting them buys).
+  ``consensus-nocheck``: the same without check questions (what detecting them buys); the
+  other ``consensus-*`` names of :data:`CONSENSUS_VARIANTS` change one field of the policy
+  (the stake rule, the prior on the accuracies) so that variants run side by side.
 
 Each question goes to the next annotator, round-robin, among those who have not answered that
 pair. The :data:`~reasoning.simulation.loop.SEED_QUERIES` seed rows of the repeat come first,
@@ -21,15 +23,21 @@ ones count as wrong).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
-from typing import cast
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
 
 import numpy as np
 
 from reasoning.closure import Closure
 from reasoning.consensus import Vote, consensus
-from reasoning.consensus.asking import AskPolicy, Choice, TeamView
+from reasoning.consensus.asking import (
+    AskPolicy,
+    Choice,
+    TeamView,
+    covering_stake,
+    now_stake,
+)
 from reasoning.simulation.coverage import coverage_seeds
 from reasoning.simulation.loop import Chooser, fit_chooser
 from reasoning.simulation.oracle import Team
@@ -42,9 +50,39 @@ from reasoning.strategies import (
     select,
 )
 
-__all__ = ["POLICIES", "TeamRun", "run_team"]
+__all__ = ["CONSENSUS_VARIANTS", "POLICIES", "ConsensusVariant", "TeamRun", "run_team"]
 
-POLICIES = ("trust", "double", "consensus", "consensus-unweighted", "consensus-nocheck")
+
+@dataclass(frozen=True)
+class ConsensusVariant:
+    """A ``consensus`` policy: reliability weights or not, and the :class:`AskPolicy` fields
+    it sets on the run's policy (the rest, e.g. ``--second-opinion-value``, kept)."""
+
+    weighted: bool = True
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    def policy(self, ask: AskPolicy) -> AskPolicy:
+        """``ask`` with this variant's fields."""
+        return replace(ask, **self.fields) if self.fields else ask
+
+
+CONSENSUS_VARIANTS: dict[str, ConsensusVariant] = {
+    "consensus": ConsensusVariant(),
+    "consensus-unweighted": ConsensusVariant(weighted=False),
+    "consensus-nocheck": ConsensusVariant(fields={"check_rate": 0.0}),
+    "consensus-covering": ConsensusVariant(fields={"stake": covering_stake}),
+    "consensus-now": ConsensusVariant(fields={"stake": now_stake}),
+    "consensus-prior": ConsensusVariant(fields={"prior_answers": 20.0}),
+    "consensus-now-prior": ConsensusVariant(fields={"stake": now_stake, "prior_answers": 20.0}),
+    "consensus-now-lean": ConsensusVariant(fields={"stake": now_stake, "threshold": 0.5}),
+}
+"""The consensus policies by name: the default, without weights, without check questions,
+the stake of a label as the pool pairs resting on it now (``-now``; ``-covering``: on the
+positive labels only, the covering pairs), and the accuracies drawn towards the prior by 20
+answers' worth (``-prior``); ``-now-lean``: the stake now with a second opinion only from
+0.5 expected wrong pool pairs (the threshold, tuned, instead of ``--second-opinion-value``)."""
+
+POLICIES = ("trust", "double", *CONSENSUS_VARIANTS)
 
 Pair = tuple[Hashable, Hashable]
 
@@ -305,8 +343,6 @@ def run_team(pairs, X, truth, n: int, team: Team, policy: str, *,
     elif policy == "double":
         _run_double(run)
     else:
-        ask = ask or AskPolicy()
-        if policy == "consensus-nocheck":
-            ask = AskPolicy(0.0, ask.threshold)
-        _Consensus(run, policy != "consensus-unweighted", ask).run_all()
+        variant = CONSENSUS_VARIANTS[policy]
+        _Consensus(run, variant.weighted, variant.policy(ask or AskPolicy())).run_all()
     return run.finish()
