@@ -100,8 +100,9 @@ def simulate(
                                  "(domain, mode, strategy, repeat, i, a, b)."))] = False,
     policy: Annotated[str | None, typer.Option(help=(
         "Coverage mode with a team of noisy annotators: comma list of trust, double, "
-        "consensus, consensus-unweighted (coverage.csv gains policy, noise, answers, "
-        "wrong_pairs, error_rate, positive_f1)."))] = None,
+        "consensus and its variants (consensus-unweighted, consensus-nocheck, consensus-now, "
+        "...: reasoning.simulation.teams.POLICIES) (coverage.csv gains policy, noise, "
+        "answers, wrong_pairs, error_rate, positive_f1)."))] = None,
     noise: Annotated[str | None, typer.Option(help=(
         "Team: the chance that an answer is wrong, one for all or a comma list per annotator "
         "(default 0.1)."))] = None,
