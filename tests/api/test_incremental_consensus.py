@@ -186,3 +186,29 @@ def test_one_refit_waits_per_project(client: TestClient) -> None:
     second = schedule_refit(runner, runtime, pid)
     assert first is not None and second is not None and first.id == second.id
     runner.close()
+
+
+def test_a_refit_waits_for_a_pause_in_the_answers_but_not_for_ever(
+        client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refit of a large project is seconds of CPU beside the team's posts: it waits
+    until the newest answer is REFIT_QUIET old, at most REFIT_MAX_WAIT."""
+    from app.services.labels import incremental
+
+    slept: list[float] = []
+    real_sleep = time.sleep
+    monkeypatch.setattr(incremental.time, "sleep",
+                        lambda seconds: (slept.append(seconds), real_sleep(seconds)))
+    pid = new_project(client, ["a", "b", "c"], policy="consensus")
+    database = client.app.state.runtime.database  # type: ignore[attr-defined]
+    incremental.wait_quiet(database, pid, quiet=30.0, longest=30.0)
+    assert slept == []  # no answer yet: nothing to wait for
+    assert client.post(f"/projects/{pid}/labels", json={
+        "a": "a", "b": "b", "label": "positive", "annotator": "ann"}).status_code == 201
+    incremental.wait_quiet(database, pid, quiet=2.0, longest=30.0)
+    assert slept and sum(slept) <= 2.0  # until the answer was 2 s old, no longer
+    slept.clear()
+    assert incremental.wait_quiet(database, pid, quiet=3600.0, longest=0.3) >= 0.3
+    assert sum(slept) <= 0.3 + 1e-9  # capped at longest, however fresh the answer
+    slept.clear()
+    incremental.wait_quiet(database, pid, quiet=0.1, longest=30.0)
+    assert slept == []  # quiet already

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import select, update
@@ -61,13 +62,13 @@ from app.services.team import (
     votes,
 )
 from app.services.unit import ProjectOpener, ProjectWork
-from models import Concept, Disagreement, Project, utcnow
+from models import Answer, Concept, Disagreement, Project, utcnow
 from models.tables import Job
 from reasoning.consensus import consensus
 from reasoning.consensus.incremental import Repair, repair
 
-__all__ = ["LocalPath", "configure", "local_ready", "plan_local", "refit", "refit_job",
-           "schedule_refit", "store_local"]
+__all__ = ["REFIT_MAX_WAIT", "REFIT_QUIET", "LocalPath", "configure", "local_ready",
+           "plan_local", "refit", "refit_job", "schedule_refit", "store_local", "wait_quiet"]
 
 _local_from = 1000
 """Asserted labels from which a contested answer takes the local path (settings)."""
@@ -179,6 +180,35 @@ REFIT_BACKOFF = 0.5
 """Seconds an overtaken refit waits before it reads the answers again: a team posting in a
 burst overtakes it; a pause lets it through."""
 
+REFIT_QUIET = 1.0
+"""Seconds without a new answer in the project that a refit waits for before it computes:
+the refit of a large project is seconds of CPU in the same process as the team's posts, and
+run beside a burst of answers it slowed each of them (and was overtaken by them)."""
+
+REFIT_MAX_WAIT = 10.0
+"""The longest a refit waits for that quiet: a team that never pauses gets a refit at least
+this often (plus its computation)."""
+
+
+def _last_answer_at(database: Database, project_id: int) -> datetime | None:
+    with database.sessions() as session:
+        return session.scalar(select(Answer.created_at).where(Answer.project_id == project_id)
+                              .order_by(Answer.id.desc()).limit(1))
+
+
+def wait_quiet(database: Database, project_id: int, *, quiet: float = REFIT_QUIET,
+               longest: float = REFIT_MAX_WAIT) -> float:
+    """Wait until the project's newest answer is ``quiet`` seconds old, at most ``longest``
+    seconds; the seconds waited."""
+    start = time.monotonic()
+    while (waited := time.monotonic() - start) < longest:
+        last = _last_answer_at(database, project_id)
+        left = 0.0 if last is None else quiet - (utcnow() - last).total_seconds()
+        if left <= 0:
+            break
+        time.sleep(min(left, longest - waited))
+    return time.monotonic() - start
+
 
 def refit(work: ProjectWork, fitted: Fitted | None = None) -> Applied | None:
     """The full consensus of every live answer stored (None: nothing was pending).
@@ -234,10 +264,12 @@ def _refit_once(opener: ProjectOpener, project_id: int,
 
 def refit_job(opener: ProjectOpener, database: Database, project_id: int,
               context: JobContext) -> dict[str, Any]:
-    """The job :data:`REFIT`: the consensus computed without the project's lock, then stored
-    under it if no write came meanwhile (up to :data:`REFIT_TRIES` times,
-    :data:`REFIT_BACKOFF` apart; then computed under the lock); its result says what
-    changed."""
+    """The job :data:`REFIT`: once the answers pause (:func:`wait_quiet`), the consensus
+    computed without the project's lock, then stored under it if no write came meanwhile
+    (up to :data:`REFIT_TRIES` times, :data:`REFIT_BACKOFF` apart; then computed under the
+    lock); its result says what changed."""
+    context.progress(0.0, "waiting for a pause in the answers")
+    wait_quiet(database, project_id)
     context.progress(0.0, "refitting the consensus")
     applied = None
     for tries in range(REFIT_TRIES + 1):
