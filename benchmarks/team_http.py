@@ -55,8 +55,8 @@ from reasoning.simulation.oracle import Team
 from reasoning.simulation.team_runs import TeamTask, parse_team
 from reasoning.simulation.teams import positive_f1
 
-__all__ = ["HttpTeam", "RunFigures", "main", "run_http", "run_simulated", "summarize",
-           "write_domain"]
+__all__ = ["HttpTeam", "RunFigures", "main", "quality_lines", "run_http", "run_simulated",
+           "summarize", "write_domain"]
 
 PAGE = 1000
 MODES = ("http", "simulate")
@@ -154,21 +154,39 @@ class HttpTeam:
             idle = 0 if self.turn(member) else idle + 1
             member = (member + 1) % k
 
-    def values(self) -> np.ndarray:
-        """The service's value of every pool row (1, 0, -1 undecided), from ``predictions``."""
+    def values(self, sources: tuple[str, ...] = ("asserted", "inferred"),
+               **params: Any) -> np.ndarray:
+        """The service's value of every pool row (1, 0, -1 undecided), from ``predictions``:
+        the labels of ``sources`` (``("predicted",)`` with ``consistent=True``: the map
+        ``GET quality`` counts the undecided rest of)."""
         out = np.full(len(self.domain.pairs), -1, dtype=np.int8)
         offset = 0
         while True:
             response = self.client.get(f"/projects/{self.pid}/predictions",
-                                       params={"limit": PAGE, "offset": offset})
+                                       params={"limit": PAGE, "offset": offset, **params})
             response.raise_for_status()
             items = response.json()["items"]
             for item in items:
-                if item["label"] is not None and item["source"] in ("asserted", "inferred"):
+                if item["label"] is not None and item["source"] in sources:
                     out[self.rows[(item["a"], item["b"])]] = item["label"] == "positive"
             offset += len(items)
             if not items:
                 return out
+
+    def quality(self, truth: np.ndarray, values: np.ndarray) -> dict[str, Any]:
+        """``GET quality`` (with a model trained on the labels) beside the true counts it
+        estimates: the decided pool pairs decided wrongly, and the undecided ones the
+        predicted map gets wrong."""
+        response = self.client.get(f"/projects/{self.pid}/quality", params={"fresh": "true"})
+        response.raise_for_status()
+        body = response.json()
+        decided = values >= 0
+        out = {"quality": body,
+               "decided_wrong_true": int((decided & ((values == 1) != truth)).sum())}
+        if body["predicted_wrong"] is not None and not decided.all():
+            predicted = self.values(("predicted",), consistent="true")
+            out["predicted_wrong_true"] = int((~decided & ((predicted == 1) != truth)).sum())
+        return out
 
 
 def write_domain(folder: Path, name: str, n: int, pool: int, *, seed: int = 0) -> Path:
@@ -227,12 +245,42 @@ def run_http(data: Path, name: str, noise: str, *, annotators: int = 5,
         loop.run(max_answers)
         seconds = time.perf_counter() - started
         values = loop.values()
+        quality = loop.quality(truth, values)
     wrong = int(((values < 0) | ((values == 1) != truth)).sum())
     figures = RunFigures(name, "http", repeat, len(truth), len(loop.log), wrong,
                          positive_f1(values, truth), loop.reasons.get("second-opinion", 0),
                          loop.reasons.get("disagreement", 0), round(seconds, 1),
-                         load=round(load, 2))
+                         load=round(load, 2), extra=quality)
     return figures, loop
+
+
+def _inside(count: dict[str, Any] | None, true: int | None) -> bool | None:
+    if count is None or true is None:
+        return None
+    return bool(count["low"] <= true <= count["high"])
+
+
+def quality_lines(runs: Sequence[RunFigures]) -> str:
+    """Per HTTP run: GET quality's estimate and 90% interval beside the true count, for the
+    decided pool pairs and the predicted rest, and how many true counts fell inside."""
+    lines = ["| domain | repeat | answers | decided wrong: estimate (90%) | true | inside | "
+             "predicted wrong: estimate (90%) | true | inside |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    inside: list[bool] = []
+    for r in runs:
+        if r.mode != "http" or "quality" not in r.extra:
+            continue
+        cells = [f"| {r.domain}", str(r.repeat), str(r.answers)]
+        for part in ("decided", "predicted"):
+            count, true = r.extra["quality"][f"{part}_wrong"], r.extra.get(f"{part}_wrong_true")
+            hit = _inside(count, true)
+            inside += [] if hit is None else [hit]
+            cells += ["–", "–", "–"] if hit is None else [
+                f"{count['estimate']:.1f} ({count['low']}–{count['high']})", str(true),
+                "yes" if hit else "no"]
+        lines.append(" | ".join(cells) + " |")
+    return ("\n".join(lines)
+            + f"\n\nTrue counts inside the 90% interval: {sum(inside)} of {len(inside)}.\n")
 
 
 def run_simulated(data: Path, name: str, noise: str, *, annotators: int = 5,
@@ -325,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
                           f"({figures.ratio:.2f}x), {figures.second_opinions} second opinions, "
                           f"{figures.disagreements} disagreements, {figures.seconds:.0f} s",
                           flush=True)
-    table = summarize(runs)
+    table = summarize(runs) + "\n" + quality_lines(runs)
     (out / "summary.md").write_text(
         f"{table}\nMachine: {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs, load {os.getloadavg()}\n", encoding="utf-8")

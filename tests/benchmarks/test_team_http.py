@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from benchmarks.team_http import RunFigures, main, summarize, write_domain
+from benchmarks.team_http import RunFigures, main, quality_lines, summarize, write_domain
 
 
 @pytest.mark.slow  # about 8 s: .ci/run's slow step
@@ -24,6 +24,9 @@ def test_a_perfect_team_gets_the_true_map_over_http_and_in_simulation(tmp_path):
     assert runs[1]["perfect"] == runs[0]["perfect"] > 0
     summary = (out / "summary.md").read_text()
     assert "| tiny | http | 1 | 0 |" in summary and "load" in summary
+    quality = runs[1]["extra"]  # GET quality at the end, beside the true count
+    assert quality["decided_wrong_true"] == 0
+    assert quality["quality"]["decided"] == 30 and "True counts inside" in summary
     assert list(out.glob("tiny-0/server-*.log")), "the server's log stays with the run"
 
 
@@ -35,3 +38,20 @@ def test_the_summary_gives_mean_and_half_width_per_domain_and_mode():
     half = 12.706 * math.sqrt(2) / math.sqrt(2)  # t(0.975, 1) × stdev / sqrt(n), in points
     assert f"| d | http | 2 | 2 ± {half:.2g} | 1.5 ± 0 |" in table
     assert "| d | simulate | 1 | 2 | 1.5 |" in table
+
+
+def test_the_quality_lines_say_whether_each_true_count_lies_in_its_interval():
+    def run(repeat: int, decided_true: int, predicted_true: int | None) -> RunFigures:
+        extra = {"quality": {"decided_wrong": {"estimate": 3.0, "low": 1, "high": 6},
+                             "predicted_wrong": None if predicted_true is None else
+                             {"estimate": 10.0, "low": 5, "high": 15}},
+                 "decided_wrong_true": decided_true}
+        if predicted_true is not None:
+            extra["predicted_wrong_true"] = predicted_true
+        return RunFigures("d", "http", repeat, 100, 150, 1, 0.9, 10, 5, 1.0, extra=extra)
+
+    text = quality_lines([run(0, 2, 20), run(1, 7, None),
+                          RunFigures("d", "simulate", 0, 100, 150, 1, 0.9, 10, 5, 1.0)])
+    assert "| d | 0 | 150 | 3.0 (1–6) | 2 | yes | 10.0 (5–15) | 20 | no |" in text
+    assert "| d | 1 | 150 | 3.0 (1–6) | 7 | no | – | – | – |" in text
+    assert "True counts inside the 90% interval: 1 of 3." in text
