@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Header, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from app.errors import ProblemResponse, problem_body
+from app.errors import ConsensusOnly, ProblemResponse, problem_body
 from app.routes.common import (
     InFlightDep,
     Limit,
@@ -37,6 +37,7 @@ from app.services import labels as service
 from app.services.idempotency import Idempotency, InFlight, StoredResponse, request_hash
 from app.services.labels import Refused, Written
 from app.services.labels.incremental import schedule_refit
+from app.services.labels.policy import policy_of
 from app.services.team import consensus_as_of, pending_pairs
 from app.services.unit import ProjectWork
 
@@ -134,13 +135,17 @@ def post_bulk(raw: RawBulkLabels, work: WriteProject, request: Request, inflight
     return _once(service.post_bulk, "bulk", work, body, request, inflight, idempotency_key)
 
 
-@router.post("/refit", status_code=202, response_model=JobRead)
+@router.post("/refit", status_code=202, response_model=JobRead,
+             responses=problem_responses(409))
 def refit_labels(view: ReadProject, request: Request) -> JSONResponse:
     """Refit the full consensus of a `consensus` project now, as a job (`Location`): the
     labels of the pairs repaired locally since `consensus.as_of` (`GET labels`) become
     those of a full recompute. One refit waits per project: this answers the one queued
-    already, if any. Its result says what changed (`refitted` false: nothing was pending,
-    as always in `strict`)."""
+    already, if any. Its result says what changed (`refitted` false: nothing was pending).
+    In `strict` there is no consensus to refit: 409 `consensus-only`."""
+    if policy_of(view.project).refuses:  # the first answer decides: no consensus kept
+        raise ConsensusOnly("a refit needs the consensus policy; the project is "
+                            f"{view.project.policy!r}: its labels are its answers already")
     state = request.app.state
     job = schedule_refit(state.jobs, state.runtime, view.project.id, quiet=False)
     assert job is not None  # not quiet: JobsBusy (503) instead

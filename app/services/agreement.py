@@ -6,19 +6,20 @@ The consensus is :func:`reasoning.consensus.consensus` over every live answer th
 :func:`reasoning.consensus.agreement` of every live answer with it (an excluded annotator's
 row says ``excluded`` and how far their answers agree with the consensus of the others).
 In a ``consensus`` project the consensus is the project's last full fit
-(:func:`app.services.team.last_fit`), and the view is computed again only when a full fit
-moves ``consensus_as_of`` (the background refit computes it before its lock and keeps it:
-:func:`view_of`, :func:`keep_fitted_view`); elsewhere
-it is computed again only when the answers change. The view, with the ids of each annotator's
-minority answers (those ``GET answers?minority=true`` lists), is cached on the project's state
-with that mark (or the fingerprint of the answers, :func:`app.services.team.answers_fingerprint`),
-so that a page polling the view, or paging through minority answers, costs one small query.
+(:func:`app.services.team.last_fit`: its accuracies), each answered pair judged by the value
+the labels give it now (the answers since that fit included), so no full consensus is
+computed for the view; the background refit computes the view before its lock and keeps it
+(:func:`view_of`, :func:`keep_fitted_view`). The view is computed again only when the answers
+change. It is cached, with the ids of each annotator's minority answers (those
+``GET answers?minority=true`` lists), on the project's state with the fingerprint of the
+answers (:func:`app.services.team.answers_fingerprint`), so that a page polling the view, or
+paging through minority answers, costs one small query.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -77,12 +78,32 @@ def minority_url(project_id: int, annotator: str | None) -> str:
 
 
 def _compute(session: Session, state: ProjectState, fitted: bool) -> ComputedView:
-    """The view over every live answer: with the project's last full fit (``fitted``: a
-    ``consensus`` project, whose fit is kept) or a consensus computed now."""
+    """The view over every live answer: with the project's last full fit, each answered
+    pair's value as the labels decide it now (``fitted``: a ``consensus`` project, whose fit
+    is kept), or a consensus computed now."""
     excluded = excluded_annotators(session, state.project_id)
     rows = live_answers(session, state.project_id)
-    fit = last_fit(state, counting(rows, excluded)) if fitted else None
+    fit = _as_decided_now(state, last_fit(state, counting(rows, excluded)), rows) \
+        if fitted else None
     return view_of(state.project_id, list(state.name_of), rows, excluded, fit)
+
+
+def _as_decided_now(state: ProjectState, fit: Consensus,
+                    rows: Sequence[LiveAnswer]) -> Consensus:
+    """``fit`` with each answered pair's value as the project's labels decide it now: the
+    answers since the last full fit (a new pair's first answer, an agreeing answer, a
+    contested one repaired on its pair) are then judged as the labels stand, not left
+    undecided."""
+    closure = state.closure
+    values: dict[Any, bool] = {}
+    for row in rows:
+        pair = (row.a_id, row.b_id)
+        if pair not in values and row.a_id != row.b_id and row.a_id in state.name_of \
+                and row.b_id in state.name_of:
+            value = closure.status(row.a_id, row.b_id).value
+            if value is not None:
+                values[pair] = bool(value)
+    return replace(fit, values=values)
 
 
 def view_of(project_id: int, concepts: Sequence[Hashable], rows: Sequence[LiveAnswer],
@@ -104,13 +125,12 @@ def view_of(project_id: int, concepts: Sequence[Hashable], rows: Sequence[LiveAn
 
 
 def _current(session: Session, state: ProjectState) -> ComputedView:
-    """The cached computation, computed first if stale: in ``consensus``, that of the last
-    full fit (kept until the next one, ``consensus_as_of``: a contested answer repaired on
-    its pair does not make it stale); else that of the answers as they are now."""
+    """The cached computation, computed first if the answers changed: in ``consensus``,
+    with the last full fit's accuracies and the labels as they are now; else with the
+    consensus of the answers as they are now."""
     project = session.get(Project, state.project_id)
     fitted = project is not None and project.consensus_as_of is not None  # consensus
-    mark = (-1, int(project.consensus_as_of or 0)) if fitted and project is not None else \
-        answers_fingerprint(session, state.project_id)
+    mark = answers_fingerprint(session, state.project_id)
     cached = cached_agreement(state, mark)
     if isinstance(cached, ComputedView):
         return cached
@@ -119,10 +139,10 @@ def _current(session: Session, state: ProjectState) -> ComputedView:
     return computed
 
 
-def keep_fitted_view(state: ProjectState, as_of: int, view: ComputedView) -> None:
-    """Cache ``view``, that of the full fit of version ``as_of`` (a refit stores it, so that
-    no reader waits for it; under the project's lock)."""
-    keep_agreement(state, (-1, as_of), view)
+def keep_fitted_view(session: Session, state: ProjectState, view: ComputedView) -> None:
+    """Cache ``view``, that of the full fit just stored, for the answers as they are now (a
+    refit stores it, so that no reader waits for it; under the project's lock)."""
+    keep_agreement(state, answers_fingerprint(session, state.project_id), view)
 
 
 def agreement_view(session: Session, state: ProjectState, policy: str) -> AgreementRead:

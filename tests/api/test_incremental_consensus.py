@@ -212,3 +212,30 @@ def test_a_refit_waits_for_a_pause_in_the_answers_but_not_for_ever(
     slept.clear()
     incremental.wait_quiet(database, pid, quiet=0.1, longest=30.0)
     assert slept == []  # quiet already
+
+
+def test_the_agreement_view_judges_the_answers_given_since_the_last_full_fit(
+        client: TestClient) -> None:
+    """A new pair's first answer and an agreeing answer take no full fit; the agreement view
+    judges them by the labels as they are now, not as undecided."""
+    pid = new_project(client, ["a", "b", "c"], policy="consensus")
+    for who, value in (("ann", "positive"), ("bo", "negative"), ("cy", "positive")):
+        assert label(client, pid, "a", "b", value, annotator=who).status_code == 201
+    before = client.get(f"/projects/{pid}/agreement").json()  # the view of that full fit
+    assert {r["annotator"]: r["answers"] for r in before["annotators"]}["bo"] == 1
+    for who in ("ann", "bo"):  # the first answer on (b, c), then an agreeing one
+        assert label(client, pid, "b", "c", annotator=who).status_code == 201
+    rows = {r["annotator"]: r for r in client.get(f"/projects/{pid}/agreement").json()
+            ["annotators"]}
+    assert rows["bo"]["answers"] == 2 and rows["bo"]["undecided"] == 0
+    assert rows["bo"]["false_no"] == 1 and rows["bo"]["agreement"] == 0.5
+    assert rows["ann"]["agreement"] == 1.0
+
+
+def test_a_strict_project_has_no_consensus_to_refit(client: TestClient) -> None:
+    from tests.api.conftest import assert_problem
+
+    pid = new_project(client, ["a", "b"])
+    problem = assert_problem(client.post(f"/projects/{pid}/labels/refit"), 409, "consensus-only")
+    assert "'strict'" in problem["detail"]
+    assert client.get(f"/projects/{pid}/jobs/1").status_code == 404  # no job made

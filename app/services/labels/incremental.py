@@ -258,7 +258,7 @@ def _refit_once(opener: ProjectOpener, project_id: int,
         as_of = work.project.consensus_as_of
         if applied is not None and fitted is not None and as_of is not None and \
                 applied.plan.result is fitted[0].result:
-            keep_fitted_view(work.state, as_of, fitted[1])
+            keep_fitted_view(work.session, work.state, fitted[1])
     return True, applied
 
 
