@@ -19,7 +19,7 @@ becomes the state's last fit once the transaction commits
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, cast
@@ -427,12 +427,11 @@ def mark_excluded(session: Session, rows: Sequence[LiveAnswer]) -> None:
                         .execution_options(synchronize_session=False))
 
 
-def sync_disagreements(session: Session, project_id: int, result: Consensus,
-                       reason: str = "answers", now: datetime | None = None
-                       ) -> dict[tuple[int, int], DisagreementRef]:
-    """Open a disagreement for each newly contested pair, close (with ``reason``, at ``now``:
-    the change's time) those no longer contested, except those a reviewer reopened (only a
-    resolution closes them); per pair that changed or stays open, its reference."""
+def _close_settled(session: Session, project_id: int, contested: Container[Any],
+                   reason: str, now: datetime) -> tuple[dict[tuple[int, int], int], list[int]]:
+    """The project's open disagreements (pair → id), and those of them closed here (with
+    ``reason``, at ``now``): every one whose pair is no longer ``contested``, except those a
+    reviewer reopened (only a resolution closes them)."""
     held: set[int] = set()
     open_rows: dict[tuple[int, int], int] = {}
     for k, a, b, reopened in session.execute(
@@ -442,14 +441,23 @@ def sync_disagreements(session: Session, project_id: int, result: Consensus,
         open_rows[(a, b)] = k
         if reopened is not None:
             held.add(k)
-    states: dict[tuple[int, int], DisagreementRef] = {}
-    now = now or utcnow()
-    closing = [k for pair, k in open_rows.items()
-               if pair not in result.contested and k not in held]
+    closing = [k for pair, k in open_rows.items() if pair not in contested and k not in held]
     if closing:
         session.execute(update(Disagreement).where(Disagreement.id.in_(closing))
                         .values(closed_at=now, closed_reason=reason)
                         .execution_options(synchronize_session=False))
+    return open_rows, closing
+
+
+def sync_disagreements(session: Session, project_id: int, result: Consensus,
+                       reason: str = "answers", now: datetime | None = None
+                       ) -> dict[tuple[int, int], DisagreementRef]:
+    """Open a disagreement for each newly contested pair, close (with ``reason``, at ``now``:
+    the change's time) those no longer contested, except those a reviewer reopened (only a
+    resolution closes them); per pair that changed or stays open, its reference."""
+    now = now or utcnow()
+    open_rows, closing = _close_settled(session, project_id, result.contested, reason, now)
+    states: dict[tuple[int, int], DisagreementRef] = {}
     for pair, k in open_rows.items():
         states[pair] = DisagreementRef(id=k, state="closed" if k in closing else "open")
     for pair in cast(dict[tuple[int, int], Any], result.contested):
@@ -488,22 +496,8 @@ def bulk_disagreements(session: Session, project_id: int, result: Consensus, rea
                        now: datetime, key: Callable[[Any], int] = int) -> None:
     """:func:`sync_disagreements` for a bulk: the disagreements it opens inserted at once
     (no flush per row); ``key`` maps the consensus's concepts to concept ids."""
-    held: set[int] = set()
-    open_rows: dict[tuple[int, int], int] = {}
-    for k, a, b, reopened in session.execute(
-            select(Disagreement.id, Disagreement.a_id, Disagreement.b_id,
-                   Disagreement.reopened_at).where(
-                Disagreement.project_id == project_id, Disagreement.closed_at.is_(None))):
-        open_rows[(a, b)] = k
-        if reopened is not None:
-            held.add(k)
     contested = [(key(a), key(b)) for a, b in cast(dict[tuple[Any, Any], Any], result.contested)]
-    still = set(contested)
-    closing = [k for pair, k in open_rows.items() if pair not in still and k not in held]
-    if closing:
-        session.execute(update(Disagreement).where(Disagreement.id.in_(closing))
-                        .values(closed_at=now, closed_reason=reason)
-                        .execution_options(synchronize_session=False))
+    open_rows, _ = _close_settled(session, project_id, set(contested), reason, now)
     opening = [{"project_id": project_id, "a_id": a, "b_id": b, "opened_at": now}
                for a, b in contested if (a, b) not in open_rows]
     if opening:
