@@ -55,6 +55,7 @@ __all__ = [
     "bulk_disagreements",
     "bulk_outcomes",
     "latest_resolution",
+    "label_version",
     "mark_excluded",
     "mark_settled",
     "new_labels",
@@ -339,18 +340,25 @@ def _undone(session: Session, project_id: int, retracted: frozenset[int]) -> Non
                         .execution_options(synchronize_session=False))
 
 
+def label_version(session: Session, project: Project, remove: Sequence[int],
+                  now: datetime) -> None:
+    """The project's version for a refit's label changes, and the labels ``remove``
+    retracted at it (their causes cleared: the closure is rewritten from them)."""
+    project.version += 1
+    if remove:
+        project.retraction_version = project.version
+        session.execute(update(AssertedLabel).where(AssertedLabel.id.in_(remove)).values(
+            retracted_at=now, retracted_version=project.version, caused_by=None)
+            .execution_options(synchronize_session=False))
+
+
 def _apply(work: ProjectWork, project: Project, plan: Recomputed) -> dict[tuple[int, int], int]:
     """Store the label changes of ``plan`` and move the cached state; the new labels' ids."""
     session, state = work.session, work.state
     if plan.closure is None:
         return {}
     now = utcnow()
-    project.version += 1
-    if plan.remove:
-        project.retraction_version = project.version
-        session.execute(update(AssertedLabel).where(AssertedLabel.id.in_(plan.remove)).values(
-            retracted_at=now, retracted_version=project.version, caused_by=None)
-            .execution_options(synchronize_session=False))
+    label_version(session, project, plan.remove, now)
     annotators = _first_annotators(plan)
     ids = insert_labels(session, [(project.id, a, b, value, annotators.get((a, b)), now,
                                    project.version) for (a, b), value in plan.add])

@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, update
+from sqlalchemy import Table, bindparam
 from sqlalchemy.orm import Session
 
 from app.schemas import BulkLabelsCreated, LabelIn, LabelRef, NewlyDecided, label_value
@@ -50,6 +50,7 @@ from app.services.labels.change import (
     TeamChange,
     bulk_disagreements,
     bulk_outcomes,
+    label_version,
     mark_excluded,
     mark_settled,
     new_labels,
@@ -68,7 +69,7 @@ from app.services.labels.store import (
 from app.services.state import LiveLabel, ProjectState
 from app.services.team import LiveAnswer, counting
 from app.services.unit import ProjectWork
-from models import Answer, AssertedLabel, Project, utcnow
+from models import Answer, Project, utcnow
 from reasoning.closure import Closure
 
 __all__ = ["PROVISIONAL", "BulkStored", "TeamBulk", "post_team_bulk", "prepare",
@@ -220,12 +221,7 @@ def _switch_labels(work: ProjectWork, project: Project, bulk: TeamBulk, now: dat
     session, state, plan = work.session, work.state, bulk.plan
     if plan.closure is None:
         return []
-    project.version += 1
-    if plan.remove:
-        project.retraction_version = project.version
-        session.execute(update(AssertedLabel).where(AssertedLabel.id.in_(plan.remove)).values(
-            retracted_at=now, retracted_version=project.version, caused_by=None)
-            .execution_options(synchronize_session=False))
+    label_version(session, project, plan.remove, now)
     added = bulk.labels
     ids = insert_labels(session, [(project.id, key(a), key(b), value, who, now, project.version)
                                   for (a, b), value, who in added])
