@@ -404,21 +404,10 @@ def sync_outcomes(session: Session, result: Consensus, rows: Sequence[LiveAnswer
     answer that gives the pair's value stands behind its label: ``asserted`` (it created the
     label: the first such answer of a label) or ``agreed``; one against it is ``contested``.
     """
-    changes: list[dict[str, Any]] = []
-    first: set[int] = set()
-    for row in rows:
-        pair = (row.a_id, row.b_id)
-        live = state.labels.get(pair)
-        if pair in result.contested or live is None or live.positive != row.positive:
-            target: tuple[str, int | None] = ("contested", None)
-        elif live.id not in first and (row.outcome == "asserted" or row.label_id != live.id):
-            target = ("asserted", live.id)
-        else:
-            target = ("agreed", live.id)
-        if target[0] == "asserted" and target[1] is not None:
-            first.add(target[1])
-        if (row.outcome, row.label_id) != target:
-            changes.append({"k_id": row.id, "v_outcome": target[0], "v_label": target[1]})
+    labels = {pair: (live.id, live.positive) for pair, live in state.labels.items()}
+    changes = [{"k_id": row.id, "v_outcome": target[0], "v_label": target[1]}
+               for row, target in zip(rows, bulk_outcomes(result, rows, labels), strict=True)
+               if (row.outcome, row.label_id) != target]
     if changes:
         table = cast(Table, Answer.__table__)
         session.execute(table.update().where(table.c.id == bindparam("k_id")).values(
@@ -481,9 +470,9 @@ def sync_disagreements(session: Session, project_id: int, result: Consensus,
 def bulk_outcomes(result: Consensus, rows: Sequence[LiveAnswer],
                   labels: Mapping[tuple[int, int], tuple[int, bool]]
                   ) -> list[tuple[str, int | None]]:
-    """Per answer of ``rows``, the outcome and label :func:`sync_outcomes` gives it once the
-    live labels are ``labels`` (pair → ``(label id, value)``; a label not stored yet under
-    a stand-in id): computed before the write transaction, for a bulk of answers."""
+    """Per answer of ``rows``, its outcome and label once the live labels are ``labels``
+    (pair → ``(label id, value)``; a label not stored yet under a stand-in id): what
+    :func:`sync_outcomes` writes, and what a bulk computes before its write transaction."""
     targets: list[tuple[str, int | None]] = []
     first: set[int] = set()
     for row in rows:
