@@ -825,6 +825,18 @@ class KappaItem(BaseModel):
                                             "undefined).")
 
 
+class AgreementAsOf(BaseModel):
+    """Which answers a view was computed from."""
+
+    computed_at: datetime = Field(description="When the view was computed.")
+    current: bool = Field(description="Computed from the answers as they are now. False: the "
+                          "last view computed, served while a job (`job`) computes the next "
+                          "(a project of at least `SPORAL_AGREEMENT_JOB_FROM` answers; "
+                          "`?fresh=true` computes it in the request).")
+    job: str | None = Field(default=None, description="The job computing the next view "
+                            "(`GET` it for its state); null when current.")
+
+
 class AgreementRead(BaseModel):
     """How far a project's annotators agree, with each other and with the consensus."""
 
@@ -838,10 +850,11 @@ class AgreementRead(BaseModel):
     reviewers: list[ReviewerItem] = Field(description="Who resolved disagreements, apart: a "
                                           "resolution is final for its pair, not scored "
                                           "against the consensus.")
+    as_of: AgreementAsOf
 
 
-__all__ += ["AccuracyInterval", "AgreementRead", "AnnotatorAgreementItem", "AnswerItem",
-            "AnswerOutcome", "AnswerPage", "CheckCounts", "KappaItem", "ReviewerItem",
+__all__ += ["AccuracyInterval", "AgreementAsOf", "AgreementRead", "AnnotatorAgreementItem",
+            "AnswerItem", "AnswerOutcome", "AnswerPage", "CheckCounts", "KappaItem", "ReviewerItem",
             "TrendWindow"]
 
 

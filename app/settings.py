@@ -57,6 +57,11 @@ class Settings(BaseSettings):
         "least this many asserted labels is repaired on its pair at once (the last fit's "
         "accuracies held fixed) and the full consensus refitted by a background job; below it, "
         "the full consensus is computed in the request (docs/consensus.md).")
+    agreement_job_from: int = Field(
+        default=5000, ge=0, description="A project with at least this many answers serves "
+        "the last agreement view computed (`as_of.current` false) while a job computes the "
+        "view of the answers as they are now; below it, the view is computed in the request "
+        "(docs/consensus.md, \"Agreement\").")
     fresh_timeout: float = Field(
         default=10.0, gt=0, description="How long `?fresh=true` waits for a model trained on "
         "the current labels before answering 503."

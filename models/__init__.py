@@ -4,6 +4,7 @@ from models.base import NAMING_CONVENTION, Base, UTCDateTime, utcnow
 from models.tables import (
     NAME_LENGTH,
     POLICIES,
+    AgreementView,
     AnnotatorExclusion,
     Answer,
     AssertedLabel,
@@ -22,6 +23,7 @@ from models.tables import (
 )
 
 __all__ = [
+    "AgreementView",
     "AnnotatorExclusion",
     "ReaskedPair",
     "NAME_LENGTH",

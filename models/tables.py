@@ -30,6 +30,7 @@ from models.base import Base, UTCDateTime, utcnow
 __all__ = [
     "NAME_LENGTH",
     "POLICIES",
+    "AgreementView",
     "AnnotatorExclusion",
     "AnnotatorKey",
     "Answer",
@@ -625,3 +626,20 @@ class ReaskedPair(Base):
     )
     annotator: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
     asked_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+
+class AgreementView(Base):
+    """The last agreement view computed for a project (``GET agreement``), kept so that a
+    large project's view is read, not recomputed, by a restarted process or another server:
+    ``mark``, the fingerprint of the answers it was computed from (JSON list of integers);
+    ``body``, the view and each annotator's minority answer ids (JSON). A cache of the
+    answers: losing it costs one computation, never a fact."""
+
+    __tablename__ = "agreement_views"
+
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True
+    )
+    mark: Mapped[str] = mapped_column(Text, nullable=False)
+    computed_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    body: Mapped[str] = mapped_column(Text, nullable=False)

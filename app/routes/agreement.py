@@ -3,12 +3,15 @@ consensus of their answers; as JSON, or one CSV row per annotator."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from app.routes.common import (
     CSV_RESPONSE,
     ReadProject,
+    SettingsDep,
     StrictJSONRoute,
     TableFormat,
     csv_download,
@@ -17,6 +20,7 @@ from app.routes.common import (
 from app.schemas import AgreementRead
 from app.security import ProjectKeyDep
 from app.services.agreement import AGREEMENT_CSV_COLUMNS, agreement_rows, agreement_view
+from app.services.agreement_job import keep_served, schedule_view
 from app.services.export import csv_chunks
 
 __all__ = ["router"]
@@ -27,7 +31,12 @@ router = APIRouter(prefix="/projects/{project_id}/agreement", tags=["answers"],
 
 
 @router.get("", response_model=AgreementRead, responses={200: CSV_RESPONSE})
-def get_agreement(view: ReadProject, format: TableFormat = "json") -> AgreementRead | Response:
+def get_agreement(view: ReadProject, request: Request, settings: SettingsDep,
+                  format: TableFormat = "json",
+                  fresh: Annotated[bool, Query(description=(
+                      "Compute the view of the answers as they are now in the request, "
+                      "even for a large project (seconds at 100,000 answers)."))] = False
+                  ) -> AgreementRead | Response:
     """Per annotator: the answers that count, their agreement with the consensus, an
     estimated accuracy with its 95% interval and the check questions asked and failed; their
     false "no" and false "yes", their minority answers (`minority`, listed at `minority_url`),
@@ -41,8 +50,22 @@ def get_agreement(view: ReadProject, format: TableFormat = "json") -> AgreementR
     set of labels; docs/consensus.md), whatever the project's policy: in `strict` it may differ
     from the asserted labels, which the first answer on each pair decided. `format=csv`: one
     row per annotator, the fields flattened (docs/api.md).
+
+    From `SPORAL_AGREEMENT_JOB_FROM` answers (default 5,000), a read after new answers serves
+    the last view computed, `as_of.current` false, while a job (`as_of.job`) computes the
+    next once the answers pause; `fresh=true` computes it now.
     """
-    found = agreement_view(view.session, view.state, view.project.policy)
+    stale_from = None if fresh else settings.agreement_job_from
+    found, served = agreement_view(view.session, view.state, view.project.policy,
+                                   stale_from=stale_from)
+    state = request.app.state
+    if stale_from is not None and served.mark[2] >= stale_from:
+        if served.computed:  # the first view of a large project: kept for the next process
+            keep_served(state.runtime.database, view.project.id, served)
+        elif not served.current:
+            job = schedule_view(state.jobs, state.runtime, view.project.id)
+            found.as_of.job = None if job is None else \
+                request.scope.get("root_path", "") + job.location
     if format == "csv":
         return csv_download(csv_chunks(AGREEMENT_CSV_COLUMNS, agreement_rows(found)),
                             f"project-{view.project.id}-agreement.csv")

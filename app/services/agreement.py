@@ -18,13 +18,17 @@ paging through minority answers, costs one small query.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Hashable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from app.db import Database, write_transaction
 from app.schemas import AgreementRead
 from app.services.state import ProjectState
 from app.services.team import (
@@ -38,17 +42,23 @@ from app.services.team import (
     live_answers,
     votes,
 )
-from models import Project
+from models import AgreementView, Project, utcnow
 from reasoning.consensus import Consensus, agreement, consensus
 
 __all__ = [
     "AGREEMENT_CSV_COLUMNS",
     "ComputedView",
+    "ServedView",
     "agreement_rows",
     "agreement_view",
+    "current_view",
+    "fit_for_view",
+    "kept_view",
     "minority_answer_ids",
     "keep_fitted_view",
+    "store_view",
     "minority_url",
+    "save_view",
     "view_of",
 ]
 
@@ -64,11 +74,36 @@ oldest first, separated by spaces)."""
 
 @dataclass(frozen=True)
 class ComputedView:
-    """The view's JSON shape without the policy, and per annotator the ids of their minority
-    answers, ascending."""
+    """The view's JSON shape without the policy, per annotator the ids of their minority
+    answers, ascending, and when it was computed."""
 
     shape: dict[str, Any]
     minority: dict[str | None, tuple[int, ...]]
+    computed_at: datetime = field(default_factory=utcnow)
+
+    def encoded(self) -> str:
+        """The view as stored (:class:`models.AgreementView`)."""
+        return json.dumps({"shape": self.shape,
+                           "minority": [[name, list(ids)] for name, ids in self.minority.items()]})
+
+    @classmethod
+    def decoded(cls, body: str, computed_at: datetime) -> ComputedView:
+        """The view stored as ``body`` (:meth:`encoded`)."""
+        found = json.loads(body)
+        return cls(found["shape"], {name: tuple(ids) for name, ids in found["minority"]},
+                   computed_at)
+
+
+@dataclass(frozen=True)
+class ServedView:
+    """A view as ``GET agreement`` serves it: ``current`` when computed from the answers as
+    they are now (fingerprint ``mark``), else the last one computed (a job computes the
+    next); ``computed`` when computed in this request."""
+
+    view: ComputedView
+    current: bool
+    mark: tuple[int, ...] = ()
+    computed: bool = False
 
 
 def minority_url(project_id: int, annotator: str | None) -> str:
@@ -83,9 +118,16 @@ def _compute(session: Session, state: ProjectState, fitted: bool) -> ComputedVie
     is kept), or a consensus computed now."""
     excluded = excluded_annotators(session, state.project_id)
     rows = live_answers(session, state.project_id)
-    fit = _as_decided_now(state, last_fit(state, counting(rows, excluded)), rows) \
-        if fitted else None
+    fit = fit_for_view(state, rows, excluded) if fitted else None
     return view_of(state.project_id, list(state.name_of), rows, excluded, fit)
+
+
+def fit_for_view(state: ProjectState, rows: Sequence[LiveAnswer],
+                 excluded: frozenset[str]) -> Consensus:
+    """The consensus a ``consensus`` project's view judges the answers ``rows`` by: the last
+    full fit's accuracies, each answered pair's value as the labels decide it now (under the
+    project's lock; ``rows`` read at the state's version)."""
+    return _as_decided_now(state, last_fit(state, counting(rows, excluded)), rows)
 
 
 def _as_decided_now(state: ProjectState, fit: Consensus,
@@ -124,29 +166,85 @@ def view_of(project_id: int, concepts: Sequence[Hashable], rows: Sequence[LiveAn
     return ComputedView(shape, {name: tuple(ids) for name, ids in computed.minority.items()})
 
 
-def _current(session: Session, state: ProjectState) -> ComputedView:
-    """The cached computation, computed first if the answers changed: in ``consensus``,
-    with the last full fit's accuracies and the labels as they are now; else with the
-    consensus of the answers as they are now."""
+def _computed(session: Session, state: ProjectState, mark: tuple[int, ...]) -> ComputedView:
+    """The view computed now from the answers of fingerprint ``mark`` (under the project's
+    lock), and cached: in ``consensus`` with the last full fit's accuracies and the labels as
+    they are now; else with the consensus of the answers as they are now."""
     project = session.get(Project, state.project_id)
     fitted = project is not None and project.consensus_as_of is not None  # consensus
-    mark = answers_fingerprint(session, state.project_id)
-    cached = cached_agreement(state, mark)
-    if isinstance(cached, ComputedView):
-        return cached
     computed = _compute(session, state, fitted)
     keep_agreement(state, mark, computed)
     return computed
 
 
-def keep_fitted_view(session: Session, state: ProjectState, view: ComputedView) -> None:
+def kept_view(session: Session, state: ProjectState) -> ComputedView | None:
+    """The last view computed for the project, whatever answers it was computed from: the
+    one stored if it is of later answers than this process's (another process computed it),
+    else this process's (None: none yet)."""
+    held = state.team.agreement
+    stored = session.scalar(select(AgreementView.mark).where(
+        AgreementView.project_id == state.project_id))
+    if stored is not None and (held is None or tuple(json.loads(stored)) > held[0]):
+        row = session.execute(select(AgreementView.body, AgreementView.computed_at).where(
+            AgreementView.project_id == state.project_id)).first()
+        if row is not None:
+            view = ComputedView.decoded(row.body, row.computed_at)
+            keep_agreement(state, tuple(json.loads(stored)), view)
+            return view
+    return held[1] if held is not None and isinstance(held[1], ComputedView) else None
+
+
+def current_view(session: Session, state: ProjectState, *,
+                 stale_from: int | None = None) -> ServedView:
+    """The view of the answers as they are now: cached, else computed now; or, for a project
+    of at least ``stale_from`` answers (None: never), the last view computed while a job
+    computes the next (:mod:`app.services.agreement_job`). A project with no view yet has
+    it computed now."""
+    mark = answers_fingerprint(session, state.project_id)
+    cached = cached_agreement(state, mark)
+    if isinstance(cached, ComputedView):
+        return ServedView(cached, True, mark)
+    if stale_from is not None and mark[2] >= stale_from:
+        kept = kept_view(session, state)
+        if kept is not None:
+            return ServedView(kept, cached_agreement(state, mark) is kept, mark)
+    return ServedView(_computed(session, state, mark), True, mark, computed=True)
+
+
+def store_view(session: Session, project_id: int, mark: tuple[int, ...],
+               view: ComputedView) -> None:
+    """Store ``view``, computed from the answers of fingerprint ``mark``, as the project's
+    last view (in the caller's write transaction)."""
+    session.execute(delete(AgreementView).where(AgreementView.project_id == project_id))
+    session.add(AgreementView(project_id=project_id, mark=json.dumps(list(mark)),
+                              computed_at=view.computed_at, body=view.encoded()))
+
+
+def keep_fitted_view(session: Session, state: ProjectState, view: ComputedView
+                     ) -> tuple[int, ...]:
     """Cache ``view``, that of the full fit just stored, for the answers as they are now (a
-    refit stores it, so that no reader waits for it; under the project's lock)."""
-    keep_agreement(state, answers_fingerprint(session, state.project_id), view)
+    refit stores it, so that no reader waits for it; under the project's lock); the
+    answers' fingerprint."""
+    mark = answers_fingerprint(session, state.project_id)
+    keep_agreement(state, mark, view)
+    return mark
 
 
-def agreement_view(session: Session, state: ProjectState, policy: str) -> AgreementRead:
-    """The agreement of the project's answers with their consensus (module docstring).
+def save_view(database: Database, project_id: int, mark: tuple[int, ...],
+              view: ComputedView) -> None:
+    """Store ``view`` (fingerprint ``mark``) as the project's last view in a short write
+    transaction of its own, unless a view of a later project version is stored already."""
+    with database.sessions() as session, write_transaction(session, project_id):
+        stored = session.scalar(select(AgreementView.mark).where(
+            AgreementView.project_id == project_id))
+        if stored is None or tuple(json.loads(stored)) <= mark:
+            store_view(session, project_id, mark, view)
+
+
+def agreement_view(session: Session, state: ProjectState, policy: str, *,
+                   stale_from: int | None = None) -> tuple[AgreementRead, ServedView]:
+    """The agreement of the project's answers with their consensus (module docstring), and
+    how it was served (:func:`current_view`).
 
     Parameters
     ----------
@@ -156,16 +254,24 @@ def agreement_view(session: Session, state: ProjectState, policy: str) -> Agreem
         The project's cached state (its concept ids).
     policy
         The project's policy, reported with the view.
+    stale_from
+        From how many answers the last view computed is served while a job computes the
+        next (None: computed now).
     """
-    return AgreementRead.model_validate({"policy": policy, **_current(session, state).shape})
+    served = current_view(session, state, stale_from=stale_from)
+    shape = {"policy": policy, **served.view.shape,
+             "as_of": {"computed_at": served.view.computed_at, "current": served.current}}
+    return AgreementRead.model_validate(shape), served
 
 
 def minority_answer_ids(session: Session, state: ProjectState, *, annotator: str | None = None,
-                        anonymous: bool = False) -> tuple[int, ...]:
+                        anonymous: bool = False, stale_from: int | None = None
+                        ) -> tuple[int, ...]:
     """The ids of the answers that disagree with the consensus of the agreement view (the
     answers that count, per annotator and pair the latest; reviewers' never), ascending:
-    ``annotator``'s, the anonymous ones (``anonymous``), or everyone's."""
-    minority = _current(session, state).minority
+    ``annotator``'s, the anonymous ones (``anonymous``), or everyone's; of the view
+    :func:`current_view` serves."""
+    minority = current_view(session, state, stale_from=stale_from).view.minority
     if annotator is not None or anonymous:
         return minority.get(annotator, ())
     return tuple(sorted(i for ids in minority.values() for i in ids))

@@ -63,6 +63,7 @@ from models import utcnow
 from models.tables import Job
 
 __all__ = [
+    "AGREEMENT",
     "FINISHED",
     "IMPORT",
     "NEVER_SUPERSEDED",
@@ -89,7 +90,10 @@ IMPORT = "import"
 REFIT = "consensus-refit"
 """The kind of a ``consensus`` project's background refit (one queued per project at most:
 :func:`app.services.labels.incremental.schedule_refit`)."""
-NEVER_SUPERSEDED = frozenset({IMPORT, REFIT})
+AGREEMENT = "agreement-view"
+"""The kind of a large project's agreement view computed in the background (one queued per
+project at most: :func:`app.services.agreement_job.schedule_view`)."""
+NEVER_SUPERSEDED = frozenset({IMPORT, REFIT, AGREEMENT})
 """Kinds of job that a newer job never replaces, and that never replace a waiting one."""
 
 REPORT_INTERVAL = 0.5

@@ -22,7 +22,7 @@ TABLES = {"projects", "concepts", "pool_pairs", "asserted_labels", "closure_effe
           "concept_texts", "concept_links", "import_stages", "staged_labels", "staged_effects",
           "staged_concepts", "jobs", "disagreements", "check_questions",
           "disagreement_resolutions", "annotator_keys", "annotator_exclusions",
-          "reasked_pairs"}
+          "reasked_pairs", "agreement_views"}
 
 
 @pytest.fixture

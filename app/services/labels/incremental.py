@@ -39,7 +39,7 @@ from app.schemas import (
     LabelIn,
     label_value,
 )
-from app.services.agreement import ComputedView, keep_fitted_view, view_of
+from app.services.agreement import ComputedView, keep_fitted_view, save_view, view_of
 from app.services.jobs import REFIT, JobContext, JobRecord, JobRunner
 from app.services.labels.change import (
     Applied,
@@ -67,8 +67,9 @@ from models.tables import Job
 from reasoning.consensus import consensus
 from reasoning.consensus.incremental import Repair, repair
 
-__all__ = ["REFIT_MAX_WAIT", "REFIT_QUIET", "LocalPath", "configure", "local_ready",
-           "plan_local", "refit", "refit_job", "schedule_refit", "store_local", "wait_quiet"]
+__all__ = ["REFIT_BACKOFF", "REFIT_MAX_WAIT", "REFIT_QUIET", "LocalPath", "configure",
+           "local_ready", "plan_local", "queued_job", "refit", "refit_job", "schedule_refit",
+           "store_local", "wait_quiet"]
 
 _local_from = 1000
 """Asserted labels from which a contested answer takes the local path (settings)."""
@@ -248,18 +249,20 @@ def _fit_unlocked(database: Database, project_id: int
 
 
 def _refit_once(opener: ProjectOpener, project_id: int,
-                fitted: tuple[Fitted, ComputedView] | None) -> tuple[bool, Applied | None]:
-    """One try: (whether it ran, what it stored). It runs unless ``fitted`` was overtaken
-    before the lock; the agreement view computed with it is kept when its fit was stored."""
+                fitted: tuple[Fitted, ComputedView] | None
+                ) -> tuple[bool, Applied | None, tuple[int, ...] | None]:
+    """One try: (whether it ran, what it stored, the answers' fingerprint of the agreement
+    view computed with it when that view was kept: its fit was stored). It runs unless
+    ``fitted`` was overtaken before the lock."""
     with opener.open(ProjectWork, project_id) as work:
         if fitted is not None and work.project.version != fitted[0].version:
-            return False, None
+            return False, None, None
         applied = refit(work, None if fitted is None else fitted[0])
         as_of = work.project.consensus_as_of
         if applied is not None and fitted is not None and as_of is not None and \
                 applied.plan.result is fitted[0].result:
-            keep_fitted_view(work.session, work.state, fitted[1])
-    return True, applied
+            return True, applied, keep_fitted_view(work.session, work.state, fitted[1])
+    return True, applied, None
 
 
 def refit_job(opener: ProjectOpener, database: Database, project_id: int,
@@ -276,7 +279,9 @@ def refit_job(opener: ProjectOpener, database: Database, project_id: int,
         fitted = _fit_unlocked(database, project_id) if tries < REFIT_TRIES else None
         if fitted is None and tries < REFIT_TRIES:
             break  # nothing pending (any more)
-        ran, applied = _refit_once(opener, project_id, fitted)
+        ran, applied, kept = _refit_once(opener, project_id, fitted)
+        if kept is not None and fitted is not None:
+            save_view(database, project_id, kept, fitted[1])
         if ran:
             break
         context.progress((tries + 1) / (REFIT_TRIES + 1), "overtaken; computing again")
@@ -289,18 +294,25 @@ def refit_job(opener: ProjectOpener, database: Database, project_id: int,
             "disagreements_opened": opened}
 
 
+def queued_job(runner: JobRunner, project_id: int, kind: str) -> JobRecord | None:
+    """The project's oldest queued job of ``kind`` (None: none): a job one per project
+    suffices for is not queued twice."""
+    with runner.database.sessions() as session:
+        queued = session.scalar(select(Job.id).where(
+            Job.project_id == project_id, Job.kind == kind, Job.state == "queued")
+            .order_by(Job.id).limit(1))
+    return None if queued is None else runner.get(project_id, queued)
+
+
 def schedule_refit(runner: JobRunner, opener: ProjectOpener, project_id: int,
                    *, quiet: bool = True) -> JobRecord | None:
     """The project's refit job: the one queued already (one pending refit per project), or a
     new one. With ``quiet``, a process holding too many jobs schedules none (the next
     contested answer, or ``POST .../consensus/refit``, does) instead of raising
     :class:`~app.errors.JobsBusy`."""
-    with runner.database.sessions() as session:
-        queued = session.scalar(select(Job.id).where(
-            Job.project_id == project_id, Job.kind == REFIT, Job.state == "queued")
-            .order_by(Job.id).limit(1))
-        if queued is not None:
-            return runner.get(project_id, queued)
+    queued = queued_job(runner, project_id, REFIT)
+    if queued is not None:
+        return queued
     try:
         return runner.submit(project_id, REFIT, lambda context: refit_job(
             opener, runner.database, project_id, context))

@@ -358,8 +358,10 @@
     const seen = JSON.stringify(view);
     if (seen === shownAgreement) return;
     shownAgreement = seen;
+    const asOf = view.as_of && !view.as_of.current
+      ? ` (as of ${new Date(view.as_of.computed_at).toLocaleTimeString()}; the newest answers are being counted)` : "";
     $("agreement-summary").textContent = `${view.answers} answers, policy ${view.policy}; ` +
-      `Krippendorff's α ${fixed(view.alpha)}`;
+      `Krippendorff's α ${fixed(view.alpha)}${asOf}`;
     $("agreement-rows").replaceChildren(...view.annotators.map(agreementRow));
     reviewersLine(view.reviewers || []);
     fillActions(view);

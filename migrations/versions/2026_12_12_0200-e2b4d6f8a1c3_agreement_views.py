@@ -1,0 +1,40 @@
+"""Agreement views kept: the last ``GET agreement`` view computed for each project.
+
+``agreement_views``: one row per project, the view's JSON with the fingerprint of the answers
+it was computed from, so that a large project's view is read by a restarted process or another
+server instead of computed again in the request (``docs/consensus.md``, "Agreement"). A cache:
+the downgrade drops the table, and the next read computes the view again.
+
+Revision ID: e2b4d6f8a1c3
+Revises: 4c8e1a7d2b90
+Create Date: 2026-12-12 02:00:00
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+from models.base import UTCDateTime
+
+revision: str = "e2b4d6f8a1c3"
+down_revision: str | None = "4c8e1a7d2b90"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "agreement_views",
+        sa.Column("project_id", sa.Integer(),
+                  sa.ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True),
+        sa.Column("mark", sa.Text(), nullable=False),
+        sa.Column("computed_at", UTCDateTime(), nullable=False),
+        sa.Column("body", sa.Text(), nullable=False),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("agreement_views")
