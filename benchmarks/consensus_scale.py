@@ -9,8 +9,11 @@ by ``POST labels/bulk``. Then, timed from the client over loopback:
 * **contested**: ``--answers`` answers, each by a new annotator, against the answers already
   on a random answered pair (``--pause`` seconds apart, a team's pace);
 * **agreeing**: as many answers by new annotators agreeing with a pair every answer agrees on;
-* **agreement cold / cached**: ``GET agreement`` once the answers changed (after the refit has
-  settled, where the service has one: ``POST labels/refit``, its job waited for), then again;
+* **agreement**: ``GET agreement`` right after each of five agreeing answers (the read a lead's
+  page makes while the team answers: where the service has one, the last view computed,
+  ``as_of.current`` false, while a job computes the next); how long after the last answer it
+  is current again; read again once current (cached); and the first read of a server
+  restarted on the same database;
 * **disagreements**: ``GET disagreements`` first page (50);
 * **five at once**: five new annotators each post ``--burst`` contested answers at the same
   time (a thread each, no pause): the client-visible p50/p99 and the answers a second.
@@ -38,7 +41,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +56,18 @@ TEAM = ("t0", "t1", "t2", "t3", "t4")
 
 
 @dataclass(frozen=True)
+class Reads:
+    """``GET agreement`` (seconds): after an answer (each), whether each was current, the
+    wait until current, cached, the first read of a restarted server."""
+
+    after_answer: list[float]
+    current: list[bool]
+    until_current: float
+    cached: float
+    restarted: float = float("nan")
+
+
+@dataclass(frozen=True)
 class Figures:
     """One size's measurements (seconds)."""
 
@@ -60,8 +75,7 @@ class Figures:
     build: float
     contested: list[float]
     agreeing: list[float]
-    agreement_cold: float
-    agreement_cached: float
+    agreement: Reads
     disagreements: float
     load: tuple[float, float]
     burst: list[float] = field(default_factory=list)
@@ -180,6 +194,38 @@ def _read(client: httpx.Client, path: str) -> float:
     return time.perf_counter() - start
 
 
+def _view(client: httpx.Client, pid: int, **params: Any) -> tuple[float, bool]:
+    """One ``GET agreement``: its time and whether it was current (a service without
+    ``as_of`` always is)."""
+    start = time.perf_counter()
+    view = client.get(f"/projects/{pid}/agreement", params=params).raise_for_status().json()
+    return time.perf_counter() - start, bool(view.get("as_of", {}).get("current", True))
+
+
+def _agreement_reads(client: httpx.Client, pid: int,
+                     given: dict[tuple[str, str], list[bool]], rng: np.random.Generator
+                     ) -> Reads:
+    """``GET agreement`` right after each of five agreeing answers, then until current, and
+    cached (:class:`Reads`)."""
+    unanimous = [p for p in given if len(set(given[p])) == 1]
+    after, current = [], []
+    for k, index in enumerate(rng.choice(len(unanimous), 5, replace=False)):
+        (a, b) = unanimous[int(index)]
+        client.post(f"/projects/{pid}/labels", json={
+            "a": a, "b": b, "annotator": f"reader-{k}",
+            "label": "positive" if given[(a, b)][0] else "negative"}).raise_for_status()
+        took, now = _view(client, pid)
+        after.append(took)
+        current.append(now)
+        time.sleep(0.2)
+    start = time.perf_counter()
+    while not _view(client, pid)[1]:
+        time.sleep(0.1)
+    until = time.perf_counter() - start
+    cached = statistics.median(_view(client, pid)[0] for _ in range(5))
+    return Reads(after, current, until, cached)
+
+
 @dataclass(frozen=True)
 class Setup:
     """Where a size runs: ``servers`` servers on a fresh SQLite file, or on a fresh database
@@ -191,7 +237,7 @@ class Setup:
 
 
 @contextlib.contextmanager
-def _servers(setup: Setup, tmp: str) -> Iterator[list[httpx.Client]]:
+def _servers(setup: Setup, tmp: str) -> Iterator[tuple[list[Server], list[httpx.Client]]]:
     """The setup's servers started on a fresh database; a client for each."""
     env = {"PYTHONPATH": str(setup.serve_from)} if setup.serve_from else {}
     with contextlib.ExitStack() as stack:
@@ -201,8 +247,8 @@ def _servers(setup: Setup, tmp: str) -> Iterator[list[httpx.Client]]:
         stack.callback(lambda: [server.stop() for server in servers])
         for _ in range(setup.servers):
             servers.append(Server(url, Path(tmp), env=env).start())
-        yield [stack.enter_context(httpx.Client(base_url=s.base_url, timeout=600))
-               for s in servers]
+        yield servers, [stack.enter_context(httpx.Client(base_url=s.base_url, timeout=600))
+                        for s in servers]
 
 
 def run(size: int, *, concepts: int, noise: float, n: int, pause: float, seed: int,
@@ -210,19 +256,21 @@ def run(size: int, *, concepts: int, noise: float, n: int, pause: float, seed: i
     """Build one project of ``size`` answers on fresh servers and measure it."""
     rng = np.random.default_rng(seed)
     with tempfile.TemporaryDirectory(prefix="sporal-scale-") as tmp, \
-            _servers(setup, tmp) as clients:
+            _servers(setup, tmp) as (servers, clients):
         client, load = clients[0], os.getloadavg()[0]
         pid, given, build = _build(client, size, concepts, noise, rng)
         contested, agreeing = _answers(clients, pid, given, n, pause, rng)
         _settle(client, pid)
-        cold = _read(client, f"/projects/{pid}/agreement")
-        cached = statistics.median(_read(client, f"/projects/{pid}/agreement")
-                                   for _ in range(5))
+        reads = _agreement_reads(client, pid, given, rng)
         pages = statistics.median(_read(client, f"/projects/{pid}/disagreements?limit=50")
                                   for _ in range(5))
         together, wall = _burst(clients, pid, given, burst, rng) if burst else ([], 0.0)
         _settle(client, pid)
-        return Figures(size, build, contested, agreeing, cold, cached, pages,
+        servers[0].stop()
+        servers[0].start()
+        with httpx.Client(base_url=servers[0].base_url, timeout=600) as again:
+            reads = replace(reads, restarted=_view(again, pid)[0])
+        return Figures(size, build, contested, agreeing, reads, pages,
                        (load, os.getloadavg()[0]), together, wall)
 
 
@@ -230,9 +278,17 @@ def _row(f: Figures) -> str:
     ms = 1000.0
     return (f"| {f.answers:,} | {f.build:.1f} s | {_quantile(f.contested, .5) * ms:.0f} / "
             f"{_quantile(f.contested, .99) * ms:.0f} ms | {_quantile(f.agreeing, .5) * ms:.0f} ms"
-            f" | {f.agreement_cold * ms:.0f} / {f.agreement_cached * ms:.0f} ms | "
+            f" | {_reads_cell(f.agreement)} | "
             f"{f.disagreements * ms:.0f} ms | {_burst_cell(f)} | "
             f"{f.load[0]:.1f}–{f.load[1]:.1f} |")
+
+
+def _reads_cell(r: Reads) -> str:
+    ms = 1000.0
+    return (f"{_quantile(r.after_answer, .5) * ms:.0f} / {max(r.after_answer) * ms:.0f} ms "
+            f"({sum(r.current)}/{len(r.current)} current), current after "
+            f"{r.until_current:.1f} s, cached {r.cached * ms:.0f} ms, restarted "
+            f"{r.restarted * ms:.0f} ms")
 
 
 def _burst_cell(f: Figures) -> str:
@@ -260,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     setup = Setup(args.servers, args.postgres_url, args.serve_from)
     print(f"{'PostgreSQL' if args.postgres_url else 'SQLite'}, {args.servers} server(s)")
     print("| answers | build (bulk) | contested p50 / p99 | agreeing p50 | "
-          "`GET agreement` cold / cached | `GET disagreements` first page | "
+          "`GET agreement` after an answer p50 / max; until current; cached; "
+          "restarted | `GET disagreements` first page | "
           "five at once: p50 / p99, throughput | load (1 min) |")
     print("|---|---|---|---|---|---|---|---|")
     for size in args.sizes:

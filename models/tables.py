@@ -344,6 +344,7 @@ class Answer(Base):
         Index("ix_answers_project_id_id", "project_id", "id"),
         Index("ix_answers_project_id_annotator", "project_id", "annotator"),
         Index("ix_answers_project_id_pair", "project_id", "a_id", "b_id"),
+        Index("ix_answers_project_id_retracted_at", "project_id", "retracted_at"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -59,7 +59,7 @@ def get_agreement(view: ReadProject, request: Request, settings: SettingsDep,
     found, served = agreement_view(view.session, view.state, view.project.policy,
                                    stale_from=stale_from)
     state = request.app.state
-    if stale_from is not None and served.mark[2] >= stale_from:
+    if stale_from is not None and found.answers >= stale_from:
         if served.computed:  # the first view of a large project: kept for the next process
             keep_served(state.runtime.database, view.project.id, served)
         elif not served.current:

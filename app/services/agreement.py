@@ -197,16 +197,16 @@ def kept_view(session: Session, state: ProjectState) -> ComputedView | None:
 def current_view(session: Session, state: ProjectState, *,
                  stale_from: int | None = None) -> ServedView:
     """The view of the answers as they are now: cached, else computed now; or, for a project
-    of at least ``stale_from`` answers (None: never), the last view computed while a job
-    computes the next (:mod:`app.services.agreement_job`). A project with no view yet has
-    it computed now."""
+    whose last view counted at least ``stale_from`` answers (None: never), that view while a job
+    computes the next (:mod:`app.services.agreement_job`); its size is that of the last
+    view. A project with no view yet has it computed now."""
     mark = answers_fingerprint(session, state.project_id)
     cached = cached_agreement(state, mark)
     if isinstance(cached, ComputedView):
         return ServedView(cached, True, mark)
-    if stale_from is not None and mark[2] >= stale_from:
+    if stale_from is not None:
         kept = kept_view(session, state)
-        if kept is not None:
+        if kept is not None and kept.shape["answers"] >= stale_from:
             return ServedView(kept, cached_agreement(state, mark) is kept, mark)
     return ServedView(_computed(session, state, mark), True, mark, computed=True)
 

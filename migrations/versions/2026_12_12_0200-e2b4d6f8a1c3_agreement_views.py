@@ -1,9 +1,13 @@
-"""Agreement views kept: the last ``GET agreement`` view computed for each project.
+"""Agreement views kept: the last ``GET agreement`` view computed for each project; answers
+indexed by retraction time.
 
 ``agreement_views``: one row per project, the view's JSON with the fingerprint of the answers
 it was computed from, so that a large project's view is read by a restarted process or another
 server instead of computed again in the request (``docs/consensus.md``, "Agreement"). A cache:
 the downgrade drops the table, and the next read computes the view again.
+``ix_answers_project_id_retracted_at``: the newest retraction of a project's answers is read
+from the index (the answers' fingerprint, ``app.services.team.answers_fingerprint``), not by
+counting every answer; the downgrade drops it.
 
 Revision ID: e2b4d6f8a1c3
 Revises: 4c8e1a7d2b90
@@ -34,7 +38,10 @@ def upgrade() -> None:
         sa.Column("computed_at", UTCDateTime(), nullable=False),
         sa.Column("body", sa.Text(), nullable=False),
     )
+    op.create_index("ix_answers_project_id_retracted_at", "answers",
+                    ["project_id", "retracted_at"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_answers_project_id_retracted_at", table_name="answers")
     op.drop_table("agreement_views")
