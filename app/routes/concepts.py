@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Body, Query
 from fastapi.responses import JSONResponse
 
 from app.routes.common import (
@@ -13,7 +13,9 @@ from app.routes.common import (
     ReadProject,
     StrictJSONRoute,
     WriteProject,
+    documented_as,
     problem_responses,
+    validate_body,
 )
 from app.routes.jobs import HeavyChange, HeavyTextChange, change_responses
 from app.schemas import (
@@ -33,6 +35,8 @@ from app.services import corpus, corrections
 
 __all__ = ["router"]
 
+RawConcepts = Annotated[dict[str, Any], documented_as(ConceptsCreate), Body()]
+
 router = APIRouter(prefix="/projects/{project_id}/concepts", tags=["concepts"],
                    responses=problem_responses(401, 403, 404, 422, 503),
                    route_class=StrictJSONRoute)
@@ -40,7 +44,7 @@ router = APIRouter(prefix="/projects/{project_id}/concepts", tags=["concepts"],
 
 @router.post("", dependencies=[ProjectKeyDep], status_code=201, response_model=ConceptsCreated,
              responses={**problem_responses(409, 413), **change_responses()})
-def add_concepts(body: ConceptsCreate, changes: HeavyTextChange,
+def add_concepts(raw: RawConcepts, changes: HeavyTextChange,
                  work: WriteProject) -> ConceptsCreated | JSONResponse:
     """Register concepts by name; a name already registered is not an error.
 
@@ -48,6 +52,7 @@ def add_concepts(body: ConceptsCreate, changes: HeavyTextChange,
     computed again, in the request or by a job (202 with its `Location`: `Prefer:
     respond-async`, or a large project).
     """
+    body = validate_body(ConceptsCreate, raw)  # here, in the worker thread, not the event loop
     texts = {c.name: c.text for c in body.concepts if c.text is not None}
 
     def store(recompute: bool) -> tuple[ConceptsCreated, bool]:

@@ -8,9 +8,9 @@ request or, for a large project or on ``Prefer: respond-async``, in a job (app.r
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Body, Query
 from fastapi.responses import JSONResponse
 
 from app.routes.common import (
@@ -19,7 +19,9 @@ from app.routes.common import (
     ReadProject,
     StrictJSONRoute,
     WriteProject,
+    documented_as,
     problem_responses,
+    validate_body,
 )
 from app.routes.jobs import HeavyChange, change_responses
 from app.schemas import (
@@ -43,11 +45,12 @@ router = APIRouter(prefix="/projects/{project_id}", tags=["texts and links"],
                    route_class=StrictJSONRoute)
 
 ConceptQuery = Annotated[Name, Query(description="A concept's name.")]
+RawLinks = Annotated[dict[str, Any], documented_as(LinksCreate), Body()]
 
 
 @router.post("/links", status_code=201, response_model=LinksChanged,
              responses={**problem_responses(409, 413), **change_responses()})
-def add_links(body: LinksCreate, changes: HeavyChange,
+def add_links(raw: RawLinks, changes: HeavyChange,
               work: WriteProject) -> LinksChanged | JSONResponse:
     """Add directed links (`source`'s text refers to `target`); a known link is not an error.
 
@@ -55,6 +58,7 @@ def add_links(body: LinksCreate, changes: HeavyChange,
     computed features every pool pair's features are computed again: in the request, or by a
     job (202 with its `Location`: `Prefer: respond-async`, or a large project).
     """
+    body = validate_body(LinksCreate, raw)  # here, in the worker thread, not the event loop
     links = [(link.source, link.target) for link in body.links]
 
     def store(recompute: bool) -> tuple[LinksChanged, bool]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Body, Query, Response
 
 from app.routes.common import (
     Fresh,
@@ -14,7 +14,9 @@ from app.routes.common import (
     ReadProject,
     StrictJSONRoute,
     WriteProject,
+    documented_as,
     problem_responses,
+    validate_body,
 )
 from app.schemas import Name, PairPage, PairsCreate, PairsCreated, PairStatus
 from app.security import MemberDep, ProjectKeyDep
@@ -30,16 +32,18 @@ router = APIRouter(prefix="/projects/{project_id}/pairs", tags=["pairs"],
                    route_class=StrictJSONRoute)
 
 ConceptQuery = Annotated[Name, Query(description="A concept's name.")]
+RawPairs = Annotated[dict[str, Any], documented_as(PairsCreate), Body()]
 
 
 @router.post("", dependencies=[ProjectKeyDep], status_code=201, response_model=PairsCreated,
              responses=problem_responses(409, 413))
-def add_pairs(body: PairsCreate, work: WriteProject) -> PairsCreated:
+def add_pairs(raw: RawPairs, work: WriteProject) -> PairsCreated:
     """Register pool pairs with their features; all or nothing.
 
     Unknown concepts, self pairs, a feature vector of another length than the project's, or a
     registered pair sent again with other features: 422 naming each offending item.
     """
+    body = validate_body(PairsCreate, raw)  # here, in the worker thread, not the event loop
     return service.add_pairs(work, body.pairs)
 
 

@@ -156,3 +156,32 @@ def test_a_bulk_body_is_checked_in_the_route_as_a_declared_one_would_be(
     item = schema["properties"]["labels"]["items"]
     assert schema["required"] == ["labels"] and set(item["required"]) == {"a", "b", "label"}
     assert item["properties"]["label"]["enum"] == ["positive", "negative"]
+
+
+LARGE_BODIES = [
+    ("pairs", {"pairs": [{"a": "a", "b": "b"}, {"a": "b", "b": 7}]}, ["pairs", 1, "b"], "pairs"),
+    ("concepts", {"concepts": [{"name": "d"}, {"name": ""}]}, ["concepts", 1, "name"],
+     "concepts"),
+    ("links", {"links": [{"source": "a", "target": "b"}, {"source": "a"}]},
+     ["links", 1, "target"], "links"),
+]
+
+
+@pytest.mark.parametrize(("path", "bad", "where", "field"), LARGE_BODIES,
+                         ids=[row[0] for row in LARGE_BODIES])
+def test_every_large_body_is_checked_in_the_route_as_a_declared_one_would_be(
+        client: TestClient, path: str, bad: dict[str, Any], where: list[Any],
+        field: str) -> None:
+    """Pool pairs, concepts and links, like the bulk labels, are validated in the route's
+    worker thread: the same 422 problem naming where, nothing stored, the documented
+    schema of the declared body."""
+    pid = new_project(client, ["a", "b", "c"])
+    problem = assert_problem(client.post(f"/projects/{pid}/{path}", json=bad), 422,
+                             "validation-error")
+    assert [e["loc"] for e in problem["errors"]] == [["body", *where]]
+    assert_problem(client.post(f"/projects/{pid}/{path}", json=[1]), 422, "validation-error")
+    assert client.get(f"/projects/{pid}/concepts").json()["total"] == 3
+    assert client.get(f"/projects/{pid}/pairs").json()["total"] == 0
+    schema = client.get("/openapi.json").json()["paths"][f"/projects/{{project_id}}/{path}"][
+        "post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert schema["required"] == [field] and schema["properties"][field]["type"] == "array"
