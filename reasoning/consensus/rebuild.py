@@ -61,20 +61,23 @@ def _items(answers: Sequence[Vote], accuracy: Mapping[str | None, float],
            prior: float) -> _Items:
     plain, review = effective_answers(answers)
     index: dict[Pair, int] = {}
-    for ans in [*plain, *review.values()]:
-        index.setdefault((ans.a, ans.b), len(index))
-    people = {ans.annotator for ans in plain}
-    weight_of = dict(zip(people, log_odds(np.clip(
-        [float(accuracy.get(who, prior)) for who in people], *ACCURACY_RANGE)).tolist(),
-        strict=True))
+    people: dict[str | None, int] = {}
+    m = len(plain)
+    keys = [(v.a, v.b) for v in plain]
+    names = [v.annotator for v in plain]
+    index.update((pair, k) for k, pair in enumerate(dict.fromkeys(keys)))
+    people.update((name, k) for k, name in enumerate(dict.fromkeys(names)))
+    item = np.fromiter(map(index.__getitem__, keys), np.int64, m)
+    who = np.fromiter(map(people.__getitem__, names), np.int64, m)
+    for pair in review:
+        index.setdefault(pair, len(index))
+    weight = log_odds(np.clip([float(accuracy.get(name, prior)) for name in people],
+                              *ACCURACY_RANGE))
     reviewed = np.full(len(index), np.nan)
     for pair, ans in review.items():
         reviewed[index[pair]] = float(ans.positive)
-    return _Items(list(index), plain,
-                  np.fromiter((index[(v.a, v.b)] for v in plain), np.int64, len(plain)),
-                  np.fromiter((v.positive for v in plain), bool, len(plain)),
-                  np.fromiter((weight_of[v.annotator] for v in plain), float, len(plain)),
-                  reviewed)
+    return _Items(list(index), plain, item, np.fromiter((v.positive for v in plain), bool, m),
+                  weight[who] if m else np.zeros(0), reviewed)
 
 
 def _concept_index(closure: Closure, pairs: Sequence[Pair]) -> tuple[np.ndarray, np.ndarray]:
@@ -133,32 +136,33 @@ def rebuild(accuracy: Mapping[str | None, float], answers: Sequence[Vote], closu
                                                          < SETTLE_ANSWERS)
     state = closure.values_by_index(*_concept_index(closure, items.pairs))
     asserted = closure.asserted
-    labelled = np.fromiter((p in asserted for p in items.pairs), bool, n)
+    labels = {p: asserted[p] for p in items.pairs if p in asserted}
+    labelled = np.fromiter(map(labels.__contains__, items.pairs), bool, n)
     gave = (state >= 0) & ((state == 1) != value) & ~labelled & ~tied
     held = labelled & ((state == 1) != value) & ~tied
     disputed = ((split & (unsettled | tied)) | gave | held) & ~reviewed
-    return _consensus(items, closure, accuracy, post, state, tied, gave, disputed)
+    return _consensus(items, closure, labels, accuracy, post, state, tied, gave, disputed)
 
 
-def _consensus(items: _Items, closure: Closure, accuracy: Mapping[str | None, float],
-               post: np.ndarray, state: np.ndarray, tied: np.ndarray, gave: np.ndarray,
-               disputed: np.ndarray) -> Consensus:
+def _consensus(items: _Items, closure: Closure, labels: dict[Pair, bool],
+               accuracy: Mapping[str | None, float], post: np.ndarray, state: np.ndarray,
+               tied: np.ndarray, gave: np.ndarray, disputed: np.ndarray) -> Consensus:
     """The result's dictionaries from the per-item arrays (as ``consensus`` builds them)."""
-    pairs, asserted = items.pairs, closure.asserted
+    pairs = items.pairs
     closed = state == 1
     conf = np.where(state < 0, np.maximum(post, 1.0 - post), np.where(closed, post, 1.0 - post))
     contested: dict[Pair, list[Vote]] = {pairs[k]: [] for k in np.flatnonzero(disputed)}
-    for ans in items.plain:
-        bucket = contested.get((ans.a, ans.b))
-        if bucket is not None:
-            bucket.append(ans)
+    for k in np.flatnonzero(disputed[items.item]).tolist():  # their answers, in order
+        ans = items.plain[k]
+        contested[(ans.a, ans.b)].append(ans)
+    decided = np.flatnonzero(state >= 0).tolist()
     return Consensus(
-        labels={p: asserted[p] for p in pairs if p in asserted},
+        labels=labels,
         confidence=dict(zip(pairs, conf.tolist(), strict=True)),
         accuracy=dict(accuracy),
         gave_way=[pairs[k] for k in np.flatnonzero(gave)],
         contested=contested,
-        values={p: bool(closed[k]) for k, p in enumerate(pairs) if state[k] >= 0},
+        values=dict(zip([pairs[k] for k in decided], closed[decided].tolist(), strict=True)),
         closure=closure,
         tied=[pairs[k] for k in np.flatnonzero(tied)],
         posterior=dict(zip(pairs, post.tolist(), strict=True)),
