@@ -104,6 +104,10 @@ class Project(Base):
     # none), each waiting for the background refit (app.services.labels.incremental).
     consensus_as_of: Mapped[int | None] = mapped_column(Integer, nullable=True)
     consensus_pending: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # ``consensus``: the per-annotator accuracies of the last full consensus with the version
+    # it was stored at, JSON ``{"as_of": v, "accuracy": [[annotator, p], ...]}`` (None: none
+    # kept), from which a process holding no fit rebuilds one (app.services.team).
+    consensus_accuracy: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class Concept(Base):

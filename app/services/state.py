@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -166,17 +166,28 @@ class TeamCache:
     (:mod:`app.services.quality`); ``carried``: the decided pool pairs each label carries, with
     the label events, the pool size and the order of the labels' P(wrong) it was found at.
     ``stake``: the pool pairs each label's stored effect decided, with the label events and
-    pool size it was read at (:mod:`app.services.asking`). All go with the state:
-    :meth:`ProjectState.invalidate` and the registry's drop forget them.
+    pool size it was read at (:mod:`app.services.asking`). ``as_of``: the project version of
+    the full fit ``fit`` comes from (``projects.consensus_as_of`` when it was stored or
+    read); ``stored``: the project row's ``consensus_as_of`` and ``consensus_accuracy`` (the
+    accuracies of the last full fit, JSON) as last caught up (:meth:`caught_up`), from which
+    :func:`app.services.team.last_fit` rebuilds a fit that is missing or older. All go with
+    the state: :meth:`ProjectState.invalidate` and the registry's drop forget them.
     """
 
     fit: Any = None
+    as_of: int | None = None
+    stored: tuple[int | None, str | None] = (None, None)
     agreement: tuple[tuple[int, ...], Any] | None = None
     asked: dict[tuple[int, int], float | None] = field(default_factory=dict)
     quality: tuple[tuple[int, ...], Any] | None = None
     predicted: tuple[Any, Any] | None = None
     stake: tuple[tuple[int, int], Any] | None = None
     carried: tuple[tuple[int, int, bytes], Any] | None = None
+
+    def caught_up(self, project: Project) -> TeamCache:
+        """This cache with the last full fit's version and accuracies of ``project``'s row."""
+        stored = (project.consensus_as_of, project.consensus_accuracy)
+        return self if stored == self.stored else replace(self, stored=stored)
 
 
 class ProjectState:
@@ -427,6 +438,7 @@ def catch_up(session: Session, state: ProjectState, project: Project) -> Project
                                  up_to_version=project.version):
             state.add_label(label.a_id, label.b_id, label.positive)
             state.remember_label(label)
+    state.team = state.team.caught_up(project)  # another process may have refitted
     state.version = project.version
     return state
 

@@ -9,7 +9,9 @@ out. What is computed from the answers is cached on the project's state
 (:class:`app.services.state.TeamCache`): the last full-path consensus (:func:`last_fit`),
 set only once its event committed, and the agreement view (:func:`cached_agreement`,
 :func:`keep_agreement`); both are forgotten with the state (an invalidation after a failed
-write, an eviction, a deleted project).
+write, an eviction, a deleted project). The accuracies of the last full fit are also kept on
+the project row (:func:`accuracy_record`): a process without that fit (a restart, another
+server, an eviction) rebuilds it from them with no EM.
 """
 
 from __future__ import annotations
@@ -17,23 +19,25 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.schemas import ConsensusAsOf, PendingPair
-from app.services.state import ProjectState
+from app.services.state import ProjectState, TeamCache
 from models import AnnotatorExclusion, Answer, Project, ReaskedPair
-from reasoning.consensus import Consensus, Vote, consensus
+from reasoning.consensus import Consensus, Vote, consensus, rebuild
 
 __all__ = [
     "LiveAnswer",
+    "accuracy_record",
     "answers_fingerprint",
     "cached_agreement",
     "consensus_as_of",
     "counting",
     "excluded_annotators",
+    "held_fit",
     "keep_agreement",
     "last_fit",
     "live_answers",
@@ -41,7 +45,9 @@ __all__ = [
     "pair_answers",
     "pending_pairs",
     "reasked_pairs",
+    "stored_accuracy",
     "votes",
+    "with_fit",
 ]
 
 
@@ -126,14 +132,68 @@ def votes(rows: Sequence[LiveAnswer]) -> list[Vote]:
                  order=r.id) for r in rows]
 
 
+def accuracy_record(fit: Consensus, as_of: int) -> str:
+    """What ``projects.consensus_accuracy`` keeps of the full fit ``fit`` stored at project
+    version ``as_of``: its per-annotator accuracies (JSON; no per-pair data)."""
+    return json.dumps({"as_of": as_of, "accuracy": [[name, p] for name, p in
+                                                     fit.accuracy.items()]})
+
+
+def stored_accuracy(state: ProjectState) -> dict[str | None, float] | None:
+    """The accuracies of the project's last full fit as stored (the state's row as caught
+    up), or None: none kept, or kept for another version than ``consensus_as_of`` (a fit
+    stored before they were kept)."""
+    as_of, record = state.team.stored
+    if as_of is None or record is None:
+        return None
+    found = json.loads(record)
+    if found.get("as_of") != as_of:
+        return None
+    return {name: float(p) for name, p in found["accuracy"]}
+
+
+def with_fit(team: TeamCache, fit: Consensus, project: Project) -> TeamCache:
+    """``team`` holding the full fit ``fit`` that ``project``'s row now records (stored by
+    the write in progress: ``consensus_as_of`` and ``consensus_accuracy``)."""
+    return replace(team, fit=fit, as_of=project.consensus_as_of,
+                   stored=(project.consensus_as_of, project.consensus_accuracy))
+
+
+def _current(state: ProjectState) -> bool:
+    """Whether the state holds a fit at least as new as the last full fit stored."""
+    team = state.team
+    return team.fit is not None and (team.stored[0] is None or team.as_of == team.stored[0])
+
+
 def last_fit(state: ProjectState, rows: Sequence[LiveAnswer]) -> Consensus:
-    """The consensus of the project's last committed full-path event in this process; without
-    one, the consensus of ``rows`` (the live answers), kept until the next event."""
-    fitted = state.team.fit
-    if fitted is None:
+    """The consensus of the project's last full-path event: the one this process holds, or,
+    when it holds none or an older one than the project row records (another process
+    refitted), rebuilt from the stored accuracies with ``rows`` (the live answers that count)
+    and the labels as they stand (:func:`reasoning.consensus.rebuild`, no EM). Without stored
+    accuracies, the one held, or else the consensus of ``rows``; kept until the next event."""
+    team = state.team
+    if _current(state):
+        return cast(Consensus, team.fit)
+    accuracy = stored_accuracy(state)
+    if accuracy is not None:
+        fitted = rebuild(accuracy, votes(rows), state.closure)
+    elif team.fit is not None:
+        return cast(Consensus, team.fit)
+    else:
         fitted = consensus(votes(rows), state.closure.concepts)
-        state.team = replace(state.team, fit=fitted)
+    state.team = replace(team, fit=fitted, as_of=team.stored[0])
     return fitted
+
+
+def held_fit(session: Session, state: ProjectState) -> Consensus | None:
+    """The full fit a local repair warm-starts from: :func:`last_fit`, read only when it
+    needs no EM (one held and current, or stored accuracies to rebuild it from; None
+    otherwise, for the full path to compute one)."""
+    if _current(state) or stored_accuracy(state) is None:
+        return cast(Consensus | None, state.team.fit)
+    pid = state.project_id
+    return last_fit(state, counting(live_answers(session, pid), excluded_annotators(session,
+                                                                                     pid)))
 
 
 def answers_fingerprint(session: Session, project_id: int) -> tuple[int, ...]:

@@ -6,6 +6,7 @@
 * :func:`agreement`: per annotator their answers, agreement with the consensus and accuracy,
   false "no" and false "yes", minority answers, the prior's weight and a trend; the reviewers
   apart; Cohen's κ per pair of annotators, Krippendorff's α;
+* :func:`rebuild`: a consensus from the accuracies of a full fit kept, without EM;
 * :func:`p_wrong`: the chance that one answer is wrong, for second opinions;
 * :func:`check_candidates`: the pairs a check question may ask.
 """
@@ -34,6 +35,7 @@ from reasoning.consensus.core import (
     effective_answers,
     p_wrong,
 )
+from reasoning.consensus.rebuild import rebuild
 
 __all__ = [
     "KAPPA_MIN_SHARED",
@@ -56,4 +58,5 @@ __all__ = [
     "consensus",
     "effective_answers",
     "p_wrong",
+    "rebuild",
 ]

@@ -14,7 +14,8 @@ outcome and the open disagreements (each closed one with its reason: :meth:`Team
 Every stored change moves the project's version, so a
 planner in another process that read the answers before it plans again. The consensus fitted
 becomes the state's last fit once the transaction commits
-(:meth:`app.services.unit.ProjectWork.stage_team`).
+(:meth:`app.services.unit.ProjectWork.stage_team`), and its accuracies are stored with the
+project (:func:`mark_settled`) for the processes that do not hold it.
 """
 
 from __future__ import annotations
@@ -33,11 +34,13 @@ from app.services.labels.store import insert_labels, prepare_rewrite, release, r
 from app.services.state import LiveLabel, ProjectState
 from app.services.team import (
     LiveAnswer,
+    accuracy_record,
     counting,
     excluded_annotators,
     live_answers,
     live_of,
     votes,
+    with_fit,
 )
 from app.services.unit import ProjectWork
 from models import Answer, AssertedLabel, CheckQuestion, Disagreement, Project, utcnow
@@ -257,17 +260,19 @@ def store_change(work: ProjectWork, project: Project, change: TeamChange,
     ids_counted = {r.id for r in counted}
     mark_excluded(session, [*plan.left_out, *(r for r in added if r.id not in ids_counted)])
     states = sync_disagreements(session, project.id, plan.result, change.reason(), now)
-    mark_settled(project)
-    work.stage_team(replace(state.team, fit=plan.result))
+    mark_settled(project, plan.result)
+    work.stage_team(with_fit(state.team, plan.result, project))
     ref = states.get(change.pair) if change.pair is not None else None
     return Applied(plan, added, before, ref, ids, now, states)
 
 
-def mark_settled(project: Project) -> None:
-    """A full consensus of every live answer was stored: it is that of the project's version
-    now, and no pair waits for a refit any more (``docs/consensus.md``, "Incremental
-    consensus")."""
+def mark_settled(project: Project, fit: Consensus) -> None:
+    """The full consensus ``fit`` of every live answer was stored: it is that of the
+    project's version now, its accuracies are kept with that version (for a process holding
+    no fit to rebuild it, :func:`app.services.team.last_fit`), and no pair waits for a refit
+    any more (``docs/consensus.md``, "Incremental consensus")."""
     project.consensus_as_of = project.version
+    project.consensus_accuracy = accuracy_record(fit, project.version)
     project.consensus_pending = None
 
 

@@ -2,7 +2,8 @@
 refitted by a background job (``docs/consensus.md``, "Incremental consensus").
 
 A contested answer on a project with at least ``SPORAL_CONSENSUS_LOCAL_FROM`` asserted labels
-whose last full fit this process holds takes the **local path** (:func:`plan_local`,
+whose last full fit this process holds (or rebuilds from the accuracies stored with it,
+:func:`app.services.team.held_fit`) takes the **local path** (:func:`plan_local`,
 :func:`store_local`): it reads only its pair's answers, computes the pair with the last fit's
 accuracies held fixed (:func:`reasoning.consensus.incremental.repair`), asserts the pair's
 label when its answers give it one the other labels do not contradict (an assertion is
@@ -57,6 +58,7 @@ from app.services.team import (
     consensus_as_of,
     counting,
     excluded_annotators,
+    held_fit,
     live_answers,
     pending_pairs,
     votes,
@@ -83,9 +85,11 @@ def configure(local_from: int) -> None:
 
 def local_ready(work: ProjectWork) -> bool:
     """Whether a contested answer may take the local path: the project is large enough and
-    this process holds a full fit to warm-start from (else the full path computes one)."""
+    this process holds a full fit to warm-start from, or rebuilds the last one from its
+    stored accuracies (:func:`app.services.team.held_fit`: after a restart, or when another
+    process refitted since); else the full path computes one."""
     state = work.state
-    return state.team.fit is not None and len(state.labels) >= _local_from
+    return len(state.labels) >= _local_from and held_fit(work.session, state) is not None
 
 
 @dataclass(frozen=True)

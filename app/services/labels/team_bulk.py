@@ -67,7 +67,7 @@ from app.services.labels.store import (
     rewrite,
 )
 from app.services.state import LiveLabel, ProjectState
-from app.services.team import LiveAnswer, counting
+from app.services.team import LiveAnswer, counting, with_fit
 from app.services.unit import ProjectWork
 from models import Answer, Project, utcnow
 from reasoning.closure import Closure
@@ -207,9 +207,9 @@ def switch(work: ProjectWork, project: Project, bulk: TeamBulk,
     mark_excluded(session, bulk.plan.left_out)
     release(session, state, [(key(row[0]), key(row[1])) for row in bulk.answers])
     bulk_disagreements(session, project.id, bulk.plan.result, bulk.change.reason(), now, key)
-    mark_settled(project)  # a full consensus of every live answer, as store_change's
+    mark_settled(project, bulk.plan.result)  # a full consensus of every live answer
     if not concepts:
-        work.stage_team(replace(state.team, fit=bulk.plan.result))
+        work.stage_team(with_fit(state.team, bulk.plan.result, project))
     return BulkStored(bulk.plan, before, ids)
 
 
