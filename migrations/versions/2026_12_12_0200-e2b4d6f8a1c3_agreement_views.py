@@ -10,7 +10,7 @@ from the index (the answers' fingerprint, ``app.services.team.answers_fingerprin
 counting every answer; the downgrade drops it.
 
 Revision ID: e2b4d6f8a1c3
-Revises: 4c8e1a7d2b90
+Revises: 2b9f4d6e8a13
 Create Date: 2026-12-12 02:00:00
 """
 
@@ -24,7 +24,7 @@ from alembic import op
 from models.base import UTCDateTime
 
 revision: str = "e2b4d6f8a1c3"
-down_revision: str | None = "4c8e1a7d2b90"
+down_revision: str | None = "2b9f4d6e8a13"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
