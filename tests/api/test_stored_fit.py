@@ -48,7 +48,9 @@ def _views(client: TestClient, pid: int) -> tuple[Any, Any]:
     agreement = client.get(f"/projects/{pid}/agreement")
     asked = client.get(f"/projects/{pid}/next?strategy=Random")
     assert agreement.status_code == 200 and asked.status_code == 200, asked.text
-    return agreement.json(), asked.json()["queries"]
+    view = agreement.json()
+    assert view.pop("as_of")["current"] is True  # a small project's view: computed now
+    return view, asked.json()["queries"]
 
 
 def _no_em(monkeypatch: pytest.MonkeyPatch) -> list[int]:
