@@ -44,13 +44,21 @@ from app.services.team import (
 from app.services.unit import ProjectView, ProjectWork
 from models import ClosureEffect, Disagreement, Suggestion
 from reasoning.consensus import Vote
-from reasoning.consensus.asking import CHECK_RATE, AskPolicy, TeamView
+from reasoning.consensus.asking import (
+    CHECK_RATE,
+    AskPolicy,
+    TeamView,
+    now_stake,
+    resting_or_stake,
+)
 
 __all__ = ["CHECK_RATE", "TeamPick", "TeamQuestion", "answered", "check_draw", "configure",
            "remember_asked", "team_question", "team_view"]
 
 Pair = tuple[Hashable, Hashable]
-POLICY = AskPolicy()
+POLICY = AskPolicy(stake=now_stake)
+"""The team's question policy: a label's stake is the pool pairs that rest on it alone now
+(the simulation's ``--policy consensus-now``; docs/results/teams/budget.md)."""
 
 
 def configure(check_rate: float) -> None:
@@ -112,6 +120,20 @@ def _stake(work: ProjectView) -> dict[Pair, int]:
                               for pair, live in state.labels.items()}
     state.team = replace(state.team, stake=(mark, stake))
     return stake
+
+
+def _resting(work: ProjectView, stake: dict[Pair, int]) -> dict[Pair, int]:
+    """Per asserted pair, the pool pairs that rest on its label alone now
+    (:func:`reasoning.consensus.asking.resting_or_stake`: ``stake`` on a map too large for
+    it), kept on the state until a label or a pool pair changes."""
+    state = work.state
+    mark = (state.label_events, len(state.pool))
+    kept = state.team.resting
+    if kept is not None and kept[0] == mark:
+        return kept[1]
+    rest = resting_or_stake(state.closure, state.pool.row_of, lambda: stake)
+    state.team = replace(state.team, resting=(mark, rest))
+    return rest
 
 
 def check_draw(project_id: int, annotator: str | None, label_events: int) -> float:
@@ -198,8 +220,10 @@ def team_view(work: ProjectView, rows: Sequence[LiveAnswer]) -> TeamView:
     result = replace(last_fit(state, rows), labels=dict(state.closure.asserted),
                      closure=state.closure,
                      contested={pair: answers.get(pair, []) for pair in disputed})
-    return TeamView(result, answers, state.pool.row_of, model, _stake(work),
-                    reask=reasked_pairs(work.session, state.project_id, rows))
+    stake = _stake(work)
+    return TeamView(result, answers, state.pool.row_of, model, stake,
+                    reask=reasked_pairs(work.session, state.project_id, rows),
+                    rest=_resting(work, stake))
 
 
 def team_question(work: ProjectWork, annotator: str | None, proba: np.ndarray | None

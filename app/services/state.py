@@ -166,7 +166,8 @@ class TeamCache:
     (:mod:`app.services.quality`); ``carried``: the decided pool pairs each label carries, with
     the label events, the pool size and the order of the labels' P(wrong) it was found at.
     ``stake``: the pool pairs each label's stored effect decided, with the label events and
-    pool size it was read at (:mod:`app.services.asking`). ``as_of``: the project version of
+    pool size it was read at (:mod:`app.services.asking`); ``resting``: the pool pairs that rest
+    on each label alone now, with the same key. ``as_of``: the project version of
     the full fit ``fit`` comes from (``projects.consensus_as_of`` when it was stored or
     read); ``stored``: the project row's ``consensus_as_of`` and ``consensus_accuracy`` (the
     accuracies of the last full fit, JSON) as last caught up (:meth:`caught_up`), from which
@@ -182,6 +183,7 @@ class TeamCache:
     quality: tuple[tuple[int, ...], Any] | None = None
     predicted: tuple[Any, Any] | None = None
     stake: tuple[tuple[int, int], Any] | None = None
+    resting: tuple[tuple[int, int], Any] | None = None
     carried: tuple[tuple[int, int, bytes], Any] | None = None
 
     def caught_up(self, project: Project) -> TeamCache:

@@ -48,6 +48,8 @@ __all__ = [
     "CHECK_RATE",
     "CHECK_RATE_PASSED",
     "REASONS",
+    "RESTING_CELLS",
+    "RESTING_CONCEPTS",
     "SECOND_OPINION_VALUE",
     "AskPolicy",
     "Choice",
@@ -58,6 +60,8 @@ __all__ = [
     "held_alone",
     "now_stake",
     "resting",
+    "resting_or_stake",
+    "rests_densely",
     "stakes",
 ]
 
@@ -112,6 +116,10 @@ class TeamView:
         too; in simulation it asked more second opinions for fewer errors caught).
     reask : sequence, optional
         Pairs a lead re-asked, oldest first: second opinions before any other.
+    rest : mapping, optional
+        Per asserted label, the pool pairs that rest on it alone now (:func:`resting`, or the
+        stake where :func:`rests_densely` is false), computed and kept by the caller (the
+        service keeps it with the project's state); without it, computed here.
     """
 
     result: Consensus
@@ -120,15 +128,19 @@ class TeamView:
     proba: Mapping[Pair, float] = field(default_factory=dict)
     stake: Mapping[Pair, int] | None = None
     reask: Sequence[Pair] = ()
+    rest: Mapping[Pair, int] | None = None
     _resting: tuple[Any, dict[Pair, int]] | None = field(
         default=None, init=False, repr=False, compare=False)
 
     def resting(self) -> Mapping[Pair, int]:
-        """:func:`resting` of the consensus closure, kept until the closure changes."""
+        """``rest``, or :func:`resting_or_stake` of the consensus closure, kept until the
+        closure changes."""
+        if self.rest is not None:
+            return self.rest
         closure = self.closure
         mark = (id(closure), closure.n_positive, closure.n_negative, len(self.result.labels))
         if self._resting is None or self._resting[0] != mark:
-            self._resting = (mark, resting(closure, self.pool))
+            self._resting = (mark, resting_or_stake(closure, self.pool, self.stakes))
         return self._resting[1]
 
     def stakes(self) -> Mapping[Pair, int]:
@@ -249,6 +261,32 @@ def resting(closure: Closure, pool: Collection[Pair]) -> dict[Pair, int]:
     return {p: int(max(c, 1)) for p, c in zip(keys, held.sum(axis=1).tolist(), strict=True)}
 
 
+RESTING_CELLS = 4_000_000
+"""The most positive labels × pool pairs :func:`held_alone` computes densely (a float matrix of
+that many cells, 32 MB); a larger map counts each label's stake instead."""
+
+RESTING_CONCEPTS = 1_500
+"""The most concepts :func:`held_alone` inverts the label graph of (a dense ``n × n``
+inverse)."""
+
+
+def rests_densely(closure: Closure, pool: Collection[Pair]) -> bool:
+    """Whether :func:`resting` is computed for this map (:data:`RESTING_CELLS`,
+    :data:`RESTING_CONCEPTS`): every AL-CPL domain is, a project of thousands of concepts and
+    hundreds of thousands of pool pairs is not."""
+    positives = sum(1 for value in closure.asserted.values() if value)
+    return closure.n <= RESTING_CONCEPTS and positives * len(pool) <= RESTING_CELLS
+
+
+def resting_or_stake(closure: Closure, pool: Collection[Pair],
+                     stake: Callable[[], Mapping[Pair, int]]) -> dict[Pair, int]:
+    """:func:`resting` where :func:`rests_densely`, else ``stake()`` (the pool pairs each
+    label decided when it was given: what :func:`asked_stake` counts)."""
+    if rests_densely(closure, pool):
+        return resting(closure, pool)
+    return dict(stake())
+
+
 StakeRule = Callable[[TeamView], Mapping[Pair, int]]
 """How a policy counts the pool pairs at stake on each asserted label (:attr:`AskPolicy.stake`)."""
 
@@ -260,7 +298,8 @@ def asked_stake(view: TeamView) -> Mapping[Pair, int]:
 
 
 def now_stake(view: TeamView) -> Mapping[Pair, int]:
-    """The pool pairs that rest on each label alone now (:func:`resting`)."""
+    """The pool pairs that rest on each label alone now (:func:`resting`; on a map too large
+    for it, :func:`rests_densely`, the stake :func:`asked_stake` counts)."""
     return view.resting()
 
 

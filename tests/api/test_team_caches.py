@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
+import app.services.asking as asking
 from app.services.labels.change import TeamChange, plan_change
 from app.services.unit import ProjectWork
 from reasoning.consensus.asking import AskPolicy
@@ -94,3 +95,33 @@ def test_a_change_that_excludes_an_annotator_plans_without_their_answers(
     a, b = (work.state.id_of[name] for name in ("a", "b"))
     assert every.result.labels[(a, b)] is True
     assert without.result.labels[(a, b)] is False
+
+
+def test_what_rests_on_each_label_is_computed_once_per_change_of_the_labels(
+        client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``next`` weighs a label by the pool pairs resting on it alone now
+    (:data:`app.services.asking.POLICY`); that is computed again only when a label or a pool
+    pair changes, and is what the policy reads."""
+    pairs = [(a, b, [1.0]) for a in CONCEPTS for b in CONCEPTS if a != b]
+    pid = new_project(client, CONCEPTS, pairs, policy="consensus")
+    calls: list[int] = []
+    real = asking.resting_or_stake
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        found = real(*args, **kwargs)
+        calls.append(len(found))
+        return found
+
+    monkeypatch.setattr(asking, "resting_or_stake", counted)
+    for pair in (("a", "b"), ("b", "c")):
+        assert label(client, pid, *pair, annotator="ann").status_code == 201
+    for _ in range(3):  # nothing changed between these: one computation
+        assert client.get(f"/projects/{pid}/next", params={"annotator": "bo"}).status_code == 200
+    assert calls == [2]
+    state = client.app.state.project_states.get(pid)  # type: ignore[attr-defined]
+    # a chain a < b < c: each link holds itself, (a, c) and the three mirrors' negatives
+    assert state.team.resting[1] == {(state.id_of["a"], state.id_of["b"]): 4,
+                                     (state.id_of["b"], state.id_of["c"]): 4}
+    assert label(client, pid, "c", "d", annotator="ann").status_code == 201
+    assert client.get(f"/projects/{pid}/next", params={"annotator": "bo"}).status_code == 200
+    assert calls == [2, 3]

@@ -21,7 +21,14 @@ from fastapi.testclient import TestClient
 
 import app.services.asking as asking
 from benchmarks.team_http import write_domain
-from reasoning.consensus.asking import AskPolicy, Choice, TeamView
+from reasoning.consensus.asking import (
+    AskPolicy,
+    Choice,
+    StakeRule,
+    TeamView,
+    asked_stake,
+    now_stake,
+)
 from reasoning.data import load_domain
 from reasoning.simulation.oracle import Team
 from reasoning.simulation.teams import run_team
@@ -50,19 +57,19 @@ class _Recording(AskPolicy):
         return choice
 
 
-def _simulated(folder: Path, noise: float, repeat: int):
+def _simulated(folder: Path, noise: float, repeat: int, stake: StakeRule):
     domain = load_domain(folder, "tiny")
     pairs = domain.index_pairs()
     team = Team.build(pairs, domain.labels, (noise,) * 4, ("independent",) * 4, seed=0,
                       repeat=repeat)
-    policy = _Recording()
+    policy = _Recording(stake=stake)
     run_team(pairs, domain.features, domain.labels, len(domain.concepts), team, "consensus",
              strategy=STRATEGY, repeat=repeat, ask=policy)
     return domain, team, policy.log
 
 
 def _explained(simulated: TeamView, served: TeamView, index: dict[int, int], name: str,
-               draw: float) -> Choice | None:
+               draw: float, rule: StakeRule) -> Choice | None:
     """What the simulation would have asked with the service's stakes and accuracies (the
     two known differences, module docstring), in the service's concept ids."""
     def back(pair: tuple[Hashable, Hashable]) -> tuple[int, int]:
@@ -70,19 +77,24 @@ def _explained(simulated: TeamView, served: TeamView, index: dict[int, int], nam
 
     stake = {back(p): v for p, v in served.stakes().items()}
     result = replace(simulated.result, accuracy=dict(served.result.accuracy))
-    choice = AskPolicy().choose(replace(simulated, result=result, stake=stake), name, draw=draw)
+    choice = AskPolicy(stake=rule).choose(replace(simulated, result=result, stake=stake), name,
+                                          draw=draw)
     if choice is None:
         return None
     ids = {v: k for k, v in index.items()}
     return replace(choice, a=ids[int(choice.a)], b=ids[int(choice.b)])
 
 
-@pytest.mark.parametrize(("seed", "repeat"), [(0, 0), (2, 1)])
+@pytest.mark.parametrize(("seed", "repeat", "rule"), [
+    (0, 0, now_stake), (2, 1, now_stake), (0, 0, asked_stake)],
+    ids=["now-0", "now-1", "asked-0"])
 def test_the_service_asks_a_replayed_team_what_the_simulation_asked(
         client: TestClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        seed: int, repeat: int) -> None:
+        seed: int, repeat: int, rule: StakeRule) -> None:
+    """With the service's stake rule (the pool pairs resting on a label now) and with the
+    stake its answer decided."""
     folder = write_domain(tmp_path, "tiny", 12, 50, seed=seed)
-    domain, team, log = _simulated(folder, 0.25, repeat)
+    domain, team, log = _simulated(folder, 0.25, repeat, rule)
     team_asked = [c for _, _, c, _ in log if c is not None and (c.reason != "new" or c.check)]
     assert len(team_asked) >= 5, "the team should have asked second opinions or checks"
     pid = new_project(client, domain.concepts,
@@ -91,7 +103,7 @@ def test_the_service_asks_a_replayed_team_what_the_simulation_asked(
     ids = {c["name"]: c["id"] for c in client.get(
         f"/projects/{pid}/concepts", params={"limit": 1000}).json()["items"]}
     index = {ids[c]: k for k, c in enumerate(domain.concepts)}
-    served = _Recording(every=True)
+    served = _Recording(every=True, stake=rule)
     monkeypatch.setattr(asking, "POLICY", served)
     draw = [1.0]
     monkeypatch.setattr(asking, "check_draw", lambda *_: draw[0])
@@ -117,7 +129,8 @@ def test_the_service_asks_a_replayed_team_what_the_simulation_asked(
             if mine[2] == replace(choice, a=ids[a], b=ids[b]):
                 same += 1
             else:  # the service's stakes and accuracies, given to the simulation, explain it
-                assert mine[2] == _explained(view, mine[3], index, name, drawn), f"step {step}"
+                assert mine[2] == _explained(view, mine[3], index, name, drawn, rule), \
+                    f"step {step}"
                 explained += 1
         row = rows[(int(choice.a), int(choice.b))]
         value = team.answer(row, team.names.index(name))

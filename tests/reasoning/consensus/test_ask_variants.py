@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
+import reasoning.consensus.asking as asking_module
 from reasoning.closure import Closure
 from reasoning.consensus import Vote, consensus
 from reasoning.consensus.asking import (
@@ -19,6 +20,7 @@ from reasoning.consensus.asking import (
     held_alone,
     now_stake,
     resting,
+    rests_densely,
 )
 from reasoning.generate import random_order
 from reasoning.simulation.teams import CONSENSUS_VARIANTS, POLICIES
@@ -122,3 +124,20 @@ def test_the_report_pairs_every_other_variant_with_consensus():
                                            "consensus-nocheck"}:
         assert (name, "consensus") in PAIRED
     assert ("consensus", "consensus-unweighted") in PAIRED  # the earlier pairs stay
+
+
+def test_a_map_too_large_to_rest_densely_counts_the_asked_stake(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past :data:`RESTING_CELLS` positive labels × pool pairs the stake now falls back to the
+    stake each label's answer decided, instead of a dense matrix of that size."""
+    answers = [Vote("a", "b", True, "ann"), Vote("b", "c", True, "ann")]
+    pool = list(itertools.permutations("abc", 2))
+    asked = {("a", "b"): 7, ("b", "c"): 5}
+    view = _view(answers, "abc", pool, stake=asked)
+    assert rests_densely(view.closure, pool)
+    assert now_stake(view) == {("a", "b"): 4, ("b", "c"): 4}
+    monkeypatch.setattr(asking_module, "RESTING_CELLS", 2 * len(pool) - 1)
+    assert not rests_densely(view.closure, pool)
+    assert now_stake(_view(answers, "abc", pool, stake=asked)) == asked
+    given = {("a", "b"): 1, ("b", "c"): 9}  # what a caller kept is used as it is
+    assert now_stake(_view(answers, "abc", pool, stake=asked, rest=given)) == given
