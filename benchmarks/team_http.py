@@ -1,6 +1,7 @@
 """A simulated team over HTTP against a real `sporal serve`, beside `sporal simulate`.
 
-The team of ``sporal simulate --mode coverage --policy consensus --noise ...``
+The team of ``sporal simulate --mode coverage --policy consensus-now --noise ...`` (the
+service's question policy; ``--policy`` runs the simulation with another)
 (:class:`reasoning.simulation.oracle.Team`: the same noise model, the same draws for the same
 seed and repeat) labels a whole AL-CPL domain through the service, the way a labeling tool
 does: K annotators in turn (``annotator-1`` … ``annotator-K``), each ``GET
@@ -341,6 +342,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--noise", default="0.1")
     parser.add_argument("--annotators", type=int, default=5)
     parser.add_argument("--noise-model", default="independent")
+    parser.add_argument("--policy", default="consensus-now",
+                        help="the simulation's policy (CONSENSUS_VARIANTS): the service's "
+                        "question policy is consensus-now")
     parser.add_argument("--fresh", action="store_true", help="next?fresh=true")
     parser.add_argument("--no-seed-questions", action="store_true")
     parser.add_argument("--no-simulate", action="store_true", help="the HTTP runs only")
@@ -358,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in [d.strip() for d in args.domains.split(",") if d.strip()]:
         for repeat in range(args.first_repeat, args.first_repeat + args.repeats):
             sim = None if args.no_simulate else run_simulated(
-                args.data, name, args.noise, repeat=repeat, **team)
+                args.data, name, args.noise, repeat=repeat, policy=args.policy, **team)
             http, _ = run_http(args.data, name, args.noise, repeat=repeat, out=out,
                                fresh=args.fresh, seed_questions=not args.no_seed_questions,
                                max_answers=args.max_answers, **team)
