@@ -19,7 +19,6 @@ import time
 from typing import Any
 
 from app.db import Database
-from app.errors import JobsBusy
 from app.services.agreement import (
     ComputedView,
     ServedView,
@@ -29,7 +28,7 @@ from app.services.agreement import (
     view_of,
 )
 from app.services.jobs import AGREEMENT, JobContext, JobRecord, JobRunner
-from app.services.labels.incremental import REFIT_BACKOFF, queued_job, wait_quiet
+from app.services.labels.incremental import REFIT_BACKOFF, wait_quiet
 from app.services.team import (
     answers_fingerprint,
     cached_agreement,
@@ -103,14 +102,8 @@ def schedule_view(runner: JobRunner, opener: ProjectOpener, project_id: int
                   ) -> JobRecord | None:
     """The project's view job: the one queued already, or a new one (None: the process
     holds too many jobs; the next read schedules one)."""
-    queued = queued_job(runner, project_id, AGREEMENT)
-    if queued is not None:
-        return queued
-    try:
-        return runner.submit(project_id, AGREEMENT, lambda context: view_job(
-            opener, runner.database, project_id, context))
-    except JobsBusy:
-        return None
+    return runner.submit_once(project_id, AGREEMENT, lambda context: view_job(
+        opener, runner.database, project_id, context), quiet=True)
 
 
 def keep_served(database: Database, project_id: int, served: ServedView) -> None:

@@ -359,6 +359,25 @@ class JobRunner:
             with self._changed:
                 self._reserved -= 1
 
+    def submit_once(self, project_id: int, kind: str, run: JobFunction, *,
+                    quiet: bool = False) -> JobRecord | None:
+        """The project's queued job of ``kind`` if there is one (a job one queued per project
+        suffices for, as a refit: it reads the project when it runs), else ``run`` queued as
+        one. With ``quiet``, None instead of :class:`~app.errors.JobsBusy` when the process
+        holds too many jobs (the next request that wants one schedules it)."""
+        with self.database.sessions() as session:
+            queued = session.scalar(select(Job.id).where(
+                Job.project_id == project_id, Job.kind == kind, Job.state == QUEUED)
+                .order_by(Job.id).limit(1))
+        if queued is not None:
+            return self.get(project_id, queued)
+        try:
+            return self.submit(project_id, kind, run)
+        except JobsBusy:
+            if quiet:
+                return None
+            raise
+
     def submit(self, project_id: int, kind: str, run: JobFunction, *,
                cleanup: Callable[[], None] | None = None) -> JobRecord:
         """Queue ``run`` as a job of ``project_id`` (reserve, then submit; see the rules)."""

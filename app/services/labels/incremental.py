@@ -32,7 +32,6 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.db import Database
-from app.errors import JobsBusy
 from app.schemas import (
     DisagreementPairRef,
     DisagreementRef,
@@ -65,12 +64,11 @@ from app.services.team import (
 )
 from app.services.unit import ProjectOpener, ProjectWork
 from models import Answer, Concept, Disagreement, Project, utcnow
-from models.tables import Job
 from reasoning.consensus import consensus
 from reasoning.consensus.incremental import Repair, repair
 
 __all__ = ["REFIT_BACKOFF", "REFIT_MAX_WAIT", "REFIT_QUIET", "LocalPath", "configure",
-           "local_ready", "plan_local", "queued_job", "refit", "refit_job", "schedule_refit",
+           "local_ready", "plan_local", "refit", "refit_job", "schedule_refit",
            "store_local", "wait_quiet"]
 
 _local_from = 1000
@@ -298,29 +296,11 @@ def refit_job(opener: ProjectOpener, database: Database, project_id: int,
             "disagreements_opened": opened}
 
 
-def queued_job(runner: JobRunner, project_id: int, kind: str) -> JobRecord | None:
-    """The project's oldest queued job of ``kind`` (None: none): a job one per project
-    suffices for is not queued twice."""
-    with runner.database.sessions() as session:
-        queued = session.scalar(select(Job.id).where(
-            Job.project_id == project_id, Job.kind == kind, Job.state == "queued")
-            .order_by(Job.id).limit(1))
-    return None if queued is None else runner.get(project_id, queued)
-
-
 def schedule_refit(runner: JobRunner, opener: ProjectOpener, project_id: int,
                    *, quiet: bool = True) -> JobRecord | None:
     """The project's refit job: the one queued already (one pending refit per project), or a
     new one. With ``quiet``, a process holding too many jobs schedules none (the next
     contested answer, or ``POST .../consensus/refit``, does) instead of raising
     :class:`~app.errors.JobsBusy`."""
-    queued = queued_job(runner, project_id, REFIT)
-    if queued is not None:
-        return queued
-    try:
-        return runner.submit(project_id, REFIT, lambda context: refit_job(
-            opener, runner.database, project_id, context))
-    except JobsBusy:
-        if quiet:
-            return None
-        raise
+    return runner.submit_once(project_id, REFIT, lambda context: refit_job(
+        opener, runner.database, project_id, context), quiet=quiet)
