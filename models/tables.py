@@ -348,7 +348,11 @@ class Answer(Base):
         Index("ix_answers_project_id_id", "project_id", "id"),
         Index("ix_answers_project_id_annotator", "project_id", "annotator"),
         Index("ix_answers_project_id_pair", "project_id", "a_id", "b_id"),
-        Index("ix_answers_project_id_retracted_at", "project_id", "retracted_at"),
+        # only retracted answers: the newest retraction is read from it, and it never
+        # offers itself for the live answers (retracted_at IS NULL) that joins read
+        Index("ix_answers_project_id_retracted_at", "project_id", "retracted_at",
+              sqlite_where=text("retracted_at IS NOT NULL"),
+              postgresql_where=text("retracted_at IS NOT NULL")),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -205,7 +205,7 @@ def answers_fingerprint(session: Session, project_id: int) -> tuple[int, ...]:
     version = session.scalar(select(Project.version).where(Project.id == project_id))
     newest = session.scalar(select(func.max(Answer.id)).where(Answer.project_id == project_id))
     retracted = session.scalar(select(func.max(Answer.retracted_at)).where(
-        Answer.project_id == project_id))
+        Answer.project_id == project_id, Answer.retracted_at.is_not(None)))  # partial index
     stamp = 0 if retracted is None else int(retracted.timestamp() * 1_000_000)
     return (int(version or 0), int(newest or 0), stamp)
 
