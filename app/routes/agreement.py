@@ -19,8 +19,13 @@ from app.routes.common import (
 )
 from app.schemas import AgreementRead
 from app.security import ProjectKeyDep
-from app.services.agreement import AGREEMENT_CSV_COLUMNS, agreement_rows, agreement_view
-from app.services.agreement_job import keep_served, schedule_view
+from app.services.agreement import (
+    AGREEMENT_CSV_COLUMNS,
+    agreement_rows,
+    agreement_view,
+    save_view,
+)
+from app.services.agreement_job import schedule_view
 from app.services.export import csv_chunks
 
 __all__ = ["router"]
@@ -61,7 +66,7 @@ def get_agreement(view: ReadProject, request: Request, settings: SettingsDep,
     state = request.app.state
     if stale_from is not None and found.answers >= stale_from:
         if served.computed:  # the first view of a large project: kept for the next process
-            keep_served(state.runtime.database, view.project.id, served)
+            save_view(state.runtime.database, view.project.id, served.mark, served.view)
         elif not served.current:
             job = schedule_view(state.jobs, state.runtime, view.project.id)
             found.as_of.job = None if job is None else \

@@ -265,13 +265,12 @@ def agreement_view(session: Session, state: ProjectState, policy: str, *,
 
 
 def minority_answer_ids(session: Session, state: ProjectState, *, annotator: str | None = None,
-                        anonymous: bool = False, stale_from: int | None = None
-                        ) -> tuple[int, ...]:
+                        anonymous: bool = False) -> tuple[int, ...]:
     """The ids of the answers that disagree with the consensus of the agreement view (the
     answers that count, per annotator and pair the latest; reviewers' never), ascending:
     ``annotator``'s, the anonymous ones (``anonymous``), or everyone's; of the view
     :func:`current_view` serves."""
-    minority = current_view(session, state, stale_from=stale_from).view.minority
+    minority = current_view(session, state).view.minority
     if annotator is not None or anonymous:
         return minority.get(annotator, ())
     return tuple(sorted(i for ids in minority.values() for i in ids))

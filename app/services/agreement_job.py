@@ -21,7 +21,6 @@ from typing import Any
 from app.db import Database
 from app.services.agreement import (
     ComputedView,
-    ServedView,
     current_view,
     fit_for_view,
     save_view,
@@ -38,7 +37,7 @@ from app.services.team import (
 )
 from app.services.unit import ProjectOpener, ProjectView
 
-__all__ = ["VIEW_TRIES", "keep_served", "schedule_view", "view_job"]
+__all__ = ["VIEW_TRIES", "schedule_view", "view_job"]
 
 VIEW_TRIES = 8
 """Times the job reads the answers and computes the view beside the project's writes before
@@ -105,8 +104,3 @@ def schedule_view(runner: JobRunner, opener: ProjectOpener, project_id: int
     return runner.submit_once(project_id, AGREEMENT, lambda context: view_job(
         opener, runner.database, project_id, context), quiet=True)
 
-
-def keep_served(database: Database, project_id: int, served: ServedView) -> None:
-    """Store a view a request computed (a large project's first), so that a restarted
-    process or another server serves it instead of computing it again."""
-    save_view(database, project_id, served.mark, served.view)
