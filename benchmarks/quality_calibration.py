@@ -2,13 +2,16 @@
 against the truth at checkpoints of each run.
 
 Each run is the project's team simulation (:func:`reasoning.simulation.teams.run_team`,
-``consensus``, the default strategy). At each checkpoint (a share of the run's answers) the
+``--policy``, by default ``consensus-now``, the service's question policy, and the default
+strategy). At each checkpoint (a share of the run's answers) the
 consensus of the answers so far is computed as the service computes it, then:
 
 * ``decided``: :func:`reasoning.quality.decided_wrong` from each label's P(wrong) as the
   service reads it (:func:`reasoning.quality.label_risk`: the annotators' accuracies, the
   model's probability of the pair when the strategy chose it, recalibrated on the run's second
-  opinions), against the decided pool pairs the planted order contradicts;
+  opinions) and the share of a wrong label's other pairs wrong with it measured on the run's
+  overruled answers (:func:`reasoning.quality.derived_share`), against the decided pool pairs
+  the planted order contradicts;
 * ``predicted``: the service's prediction model (a random forest with its out-of-bag isotonic
   calibration, :mod:`app.services.fitting`) trained on the decided pool pairs,
   the pool completed into a strict order (:func:`reasoning.consistent.consistent_map`) and
@@ -43,11 +46,19 @@ from reasoning.consensus import consensus
 from reasoning.consensus.asking import AskPolicy, TeamView
 from reasoning.consistent import consistent_map
 from reasoning.data import load_domain
-from reasoning.quality import decided_wrong, label_risk, predicted_wrong
+from reasoning.quality import (
+    decided_wrong,
+    derived_share,
+    label_risk,
+    overruled_firsts,
+    predicted_wrong,
+)
 from reasoning.simulation.oracle import Team
-from reasoning.simulation.teams import run_team
+from reasoning.simulation.teams import CONSENSUS_VARIANTS, run_team
 
 DOMAINS = ("data_mining", "geometry", "precalculus")
+DEFAULT_POLICY = "consensus-now"
+"""The team's question policy by default: the service's (``app.services.asking.POLICY``)."""
 CHECKPOINTS = (0.25, 0.5, 0.75, 1.0)
 FIELDS = ["domain", "repeat", "noise", "answers", "decided", "decided_wrong", "decided_estimate",
           "decided_low", "decided_high", "undecided", "predicted_wrong", "predicted_estimate",
@@ -83,7 +94,9 @@ def _checkpoint(votes: list, asked: dict, n: int, pairs: np.ndarray, X: np.ndarr
     view = TeamView(result, answers, set(pool), {p: asked[p] for p in answers if p in asked})
     p_wrong, recalibration = label_risk(view, closure.asserted, AskPolicy())
     values = closure.values_by_index(pairs[:, 0], pairs[:, 1])
-    count = decided_wrong(closure, p_wrong, pool, values, recalibration=recalibration)
+    share = derived_share(closure, overruled_firsts(view, closure.asserted), pool, values)
+    count = decided_wrong(closure, p_wrong, pool, values, recalibration=recalibration,
+                          share=share)
     decided = values >= 0
     wrong = int(((values == 1) != truth)[decided].sum())
     return {"answers": len(votes), "decided": int(decided.sum()), "decided_wrong": wrong,
@@ -93,10 +106,11 @@ def _checkpoint(votes: list, asked: dict, n: int, pairs: np.ndarray, X: np.ndarr
 
 
 def _simulate(data, domain: str, repeat: int, noise: float, annotators: int,
-              runs: Path | None) -> tuple[list, dict]:
+              runs: Path | None, policy: str) -> tuple[list, dict]:
     """One team run's answers in order and the model's probability of each pair when it was
     chosen new, read from ``runs`` (a folder of earlier runs) when it holds this run."""
-    path = None if runs is None else runs / f"{domain}-{repeat}-{noise}-{annotators}.pkl"
+    name = f"{domain}-{repeat}-{noise}-{annotators}-{policy}.pkl"
+    path = None if runs is None else runs / name
     if path is not None and path.exists():
         with path.open("rb") as handle:
             return pickle.load(handle)
@@ -104,7 +118,7 @@ def _simulate(data, domain: str, repeat: int, noise: float, annotators: int,
     team = Team.build(pairs, data.labels, (noise,) * annotators, ("independent",) * annotators,
                       seed=0, repeat=repeat)
     run = run_team(pairs, np.asarray(data.features, dtype=float), truth, len(data.concepts),
-                   team, "consensus", repeat=repeat)
+                   team, policy, repeat=repeat)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("wb") as handle:
@@ -113,12 +127,12 @@ def _simulate(data, domain: str, repeat: int, noise: float, annotators: int,
 
 
 def one_run(folder: str, domain: str, repeat: int, noise: float, annotators: int,
-            runs: Path | None = None) -> list[dict]:
+            runs: Path | None = None, policy: str = DEFAULT_POLICY) -> list[dict]:
     """Every checkpoint of one team run on ``domain`` (``runs``: :func:`_simulate`)."""
     data = load_domain(folder, domain)
     pairs, truth = data.index_pairs(), np.asarray(data.labels, dtype=bool)
     X = np.asarray(data.features, dtype=float)
-    votes, asked = _simulate(data, domain, repeat, noise, annotators, runs)
+    votes, asked = _simulate(data, domain, repeat, noise, annotators, runs, policy)
     rows = []
     for share in CHECKPOINTS:
         k = max(1, int(round(share * len(votes))))
@@ -184,11 +198,12 @@ def main() -> None:
     parser.add_argument("--annotators", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", type=Path, default=Path("quality.csv"))
+    parser.add_argument("--policy", default=DEFAULT_POLICY, choices=list(CONSENSUS_VARIANTS))
     parser.add_argument("--runs", type=Path, default=None,
                         help="a folder that keeps each team run's answers (read back when there)")
     args = parser.parse_args()
     started = time.time()
-    tasks = [(args.data, d, r, args.noise, args.annotators, args.runs)
+    tasks = [(args.data, d, r, args.noise, args.annotators, args.runs, args.policy)
              for r in range(args.repeats) for d in args.domains.split(",")]
     with ProcessPoolExecutor(args.jobs) as pool:
         rows = [row for rows in pool.map(one_run, *zip(*tasks, strict=True)) for row in rows]

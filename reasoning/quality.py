@@ -5,14 +5,19 @@ among the predicted rest, each with a 90% interval.
 accuracies and the model's probability of its pair when asked, :func:`label_risk`). A pair the
 closure decides is wrong when the label its confidence comes from is wrong (its own label when
 asserted, else the bottleneck of its strongest proof,
-:func:`reasoning.consensus.confidence.derived_confidence`): so one wrong label makes every pair
-it carries wrong at once. The count of wrong decided pairs is ``Σ X_ℓ s_ℓ`` over the labels
-``ℓ``, ``s_ℓ`` the pool pairs it carries and ``X_ℓ ~ Bernoulli(P_ℓ)``, independent given
-``P_ℓ``; its distribution is computed exactly (a convolution per label, truncated far in the
-tail). The ``P_ℓ`` are the ``p_ℓ`` recalibrated (:class:`Recalibration`) on the project's own
-second opinions: the team re-asks where an answer looks wrong, which biases the accuracies it
-estimates low and leaves single the answers the model agreed with, so the stated ``p`` of the
-labels left single overstates their errors (``docs/results/teams/quality.md``). The
+:func:`reasoning.consensus.confidence.derived_confidence`). A wrong label's own pair is wrong,
+and of the other pairs it carries a share ``φ``: a pair that follows from a wrong label
+through right ones is often right all the same, as ``a < c`` may hold though ``a < b`` does
+not; ``φ`` depends on the order's shape and is measured on the project's own overruled answers
+(:func:`derived_share`). The count of wrong decided pairs is ``Σ X_ℓ (o_ℓ + B_ℓ)`` over the
+labels ``ℓ``, ``o_ℓ`` 1 when its own pair is a pool pair, ``X_ℓ ~ Bernoulli(P_ℓ)`` and
+``B_ℓ ~ Binomial(s_ℓ - o_ℓ, φ)`` for the ``s_ℓ`` pool pairs it carries, independent given
+``P_ℓ`` and ``φ``; its distribution is computed exactly (a convolution per label, truncated far
+in the tail), mixed over ``φ``'s Beta distribution, which every label shares. The ``P_ℓ`` are
+the ``p_ℓ`` recalibrated (:class:`Recalibration`) on the project's own second opinions: the
+team re-asks where an answer looks wrong, which biases the accuracies it estimates low and
+leaves single the answers the model agreed with, so the stated ``p`` of the labels left single
+overstates their errors (``docs/results/teams/quality.md``). The
 recalibration's uncertainty is shared by every label: the count is mixed over it, which widens
 the interval as errors that move together do.
 
@@ -32,6 +37,8 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from scipy.signal import fftconvolve
 from scipy.special import gammaln
 
 from reasoning.closure import Closure
@@ -41,6 +48,8 @@ from reasoning.consensus.core import Vote
 
 __all__ = [
     "CALIBRATE_BELOW",
+    "SHARE_PRIOR",
+    "SHARE_WEIGHT",
     "LEVEL",
     "PIVOT",
     "PRIOR_SD",
@@ -49,8 +58,10 @@ __all__ = [
     "WrongCount",
     "carried_pairs",
     "decided_wrong",
+    "derived_share",
     "label_p",
     "label_risk",
+    "overruled_firsts",
     "predicted_wrong",
     "rank_key",
     "weighted_wrong",
@@ -72,11 +83,26 @@ PRIOR_SD = (1.0, 0.5)
 """The prior standard deviations of :class:`Recalibration`'s shift and slope (both centred
 on 0: no correction until the project's answers say otherwise)."""
 
-SHIFT_SD = 0.7
+SHIFT_SD = 0.8
 """The standard deviation of the shift of the predicted pairs' log-odds of being wrong
 (:func:`predicted_wrong`): how far the model's probabilities on the undecided pairs may sit
 from the truth as a whole (measured: ``docs/results/teams/quality.md``)."""
 
+SHARE_PRIOR = (1.0, 1.0)
+"""The Beta prior of the share of the pairs a wrong label carries beyond its own pair that are
+wrong with it (:func:`derived_share`): uniform, until the project's overruled answers say."""
+
+SHARE_WEIGHT = 0.25
+"""What one overruled answer counts for in :func:`derived_share`: a quarter of an observation.
+The answers a team overrules are those it re-asked (where P(wrong) × stake was high), not a
+random draw of the wrong labels left, and the spread varies over a project's regions: counted
+as whole observations the share is too sure of itself (on simulated teams the true count fell
+in the 90% interval in 69–94% of checkpoints by domain; at a quarter, 81–100%:
+``docs/results/teams/quality.md``)."""
+
+_SHARE_EDGES = np.array([0.0, 0.01, 0.03, 0.07, 0.15, 0.35, 0.65, 0.85, 0.93, 0.97, 0.99, 1.0])
+# the quantiles that cut the share's Beta distribution into the slices the count is mixed over
+_LOOP_WIDTH = 8  # kernels up to this width convolve by shifted copies, wider ones by windows
 _TAIL = 12.0  # standard deviations kept beyond the mean (the rest is below 1e-30)
 # the shift's sixteen equally likely slices, each at its middle quantile: the interval's ends
 # are quantiles of the mixture, which a few Gauss–Hermite points place poorly
@@ -165,10 +191,13 @@ class Recalibration:
 
 
 def weighted_wrong(p_wrong: Sequence[float] | np.ndarray, carried: Sequence[int] | np.ndarray,
-                   level: float = LEVEL, recalibration: Recalibration | None = None
-                   ) -> WrongCount:
-    """The count ``Σ X_ℓ s_ℓ``, ``X_ℓ ~ Bernoulli(p_ℓ)`` independent given the
-    ``recalibration`` of the ``p_ℓ`` (module docstring), mixed over its uncertainty.
+                   level: float = LEVEL, recalibration: Recalibration | None = None,
+                   own: Sequence[int] | np.ndarray | None = None,
+                   share: tuple[float, float] | None = None) -> WrongCount:
+    """The count ``Σ X_ℓ (o_ℓ + B_ℓ)``, ``X_ℓ ~ Bernoulli(p_ℓ)`` independent given the
+    ``recalibration`` of the ``p_ℓ``, ``B_ℓ ~ Binomial(s_ℓ - o_ℓ, φ)`` given the share ``φ``
+    of the pairs a wrong label carries beyond its own that are wrong with it (module
+    docstring), mixed over the uncertainty of both.
 
     Parameters
     ----------
@@ -180,6 +209,11 @@ def weighted_wrong(p_wrong: Sequence[float] | np.ndarray, carried: Sequence[int]
         The interval's probability.
     recalibration : Recalibration, optional
         Corrects ``p_wrong`` (default: taken as it is).
+    own : array of int, optional
+        Per label, 1 when its own pair is among those it carries (``o_ℓ``; default: every
+        pair it carries is its own, wrong with it).
+    share : (float, float), optional
+        The Beta distribution of ``φ`` (default: ``φ = 1``, every pair wrong with its label).
 
     Examples
     --------
@@ -187,36 +221,95 @@ def weighted_wrong(p_wrong: Sequence[float] | np.ndarray, carried: Sequence[int]
     WrongCount(estimate=5.0, low=0, high=10)
     >>> weighted_wrong([0.0, 0.0], [3, 4])
     WrongCount(estimate=0.0, low=0, high=0)
+    >>> weighted_wrong([1.0], [11], own=[1], share=(1e6, 1e6)).estimate  # half of ten more
+    6.0
     """
     p = np.asarray(p_wrong, dtype=float)
     s = np.asarray(carried, dtype=np.int64)
+    o = s.copy() if own is None else np.minimum(np.asarray(own, dtype=np.int64), s)
     keep = (p > 1e-12) & (s > 0)
-    p, s = p[keep], s[keep]
+    p, s, o = p[keep], s[keep], o[keep]
     if not len(p):
         return WrongCount(0.0, 0, 0)
     weights, probs = (np.ones(1), p[None, :]) if recalibration is None else \
         recalibration.spread(p)
-    means = probs @ s
-    sd = np.sqrt((probs * (1.0 - probs)) @ (s.astype(float) ** 2))
+    phis, phi_weights = (np.ones(1), np.ones(1)) if share is None else _beta_points(share)
+    d = s - o
+    size_mean = o[None, :] + phis[:, None] * d[None, :]  # [φ, label]: a wrong label's wrong pairs
+    means = probs @ size_mean.T  # [recalibration point, φ]
+    second = np.square(size_mean) + d[None, :] * (phis * (1.0 - phis))[:, None]
+    variances = probs @ second.T - np.square(probs) @ np.square(size_mean).T
+    sd = np.sqrt(np.maximum(variances, 0.0))
     size = int(min(s.sum(), np.ceil((means + _TAIL * sd).max() + s.max()))) + 1
-    return _interval(weights @ _compound(probs, s, size), float(weights @ means), level)
+    alone = d == 0  # a label carrying its own pair alone needs no φ: its rows once per point
+    pmf = _compound(probs[:, alone], o[alone], d[alone], np.ones(1), size)
+    spread = _compound(np.repeat(probs[:, ~alone], len(phis), axis=0), o[~alone], d[~alone],
+                       np.tile(phis, len(probs)), size)
+    mixed = fftconvolve(np.repeat(pmf, len(phis), axis=0), spread, axes=1)[:, :size]
+    return _interval(np.kron(weights, phi_weights) @ np.maximum(mixed, 0.0),
+                     float(weights @ means @ phi_weights), level)
 
 
-def _compound(probs: np.ndarray, s: np.ndarray, size: int) -> np.ndarray:
-    """Per row of ``probs`` (one probability per label), the distribution of
-    ``Σ X_ℓ s_ℓ`` on ``0 .. size - 1``: one convolution per label, every row at once (a label
-    whose stake reaches ``size`` lies beyond the kept tail: only its mass moves)."""
+def _beta_points(share: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """Slices of the Beta distribution ``share``, each at its middle quantile, finer in the
+    tails (which the interval's ends come from) than in the middle: the points and weights."""
+    from scipy.stats import beta
+
+    return beta(*share).ppf((_SHARE_EDGES[1:] + _SHARE_EDGES[:-1]) / 2), np.diff(_SHARE_EDGES)
+
+
+def _compound(probs: np.ndarray, own: np.ndarray, derived: np.ndarray, phi: np.ndarray,
+              size: int) -> np.ndarray:
+    """Per row of ``probs`` (one probability per label) and of ``phi``, the distribution of
+    ``Σ X_ℓ (o_ℓ + B_ℓ)`` on ``0 .. size - 1``: one convolution per label, every row at once
+    (mass beyond the kept tail is dropped; :func:`_interval` renormalises)."""
     pmf = np.zeros((len(probs), size))
     pmf[:, 0] = 1.0
-    for q, k in zip(probs.T, s.tolist(), strict=True):
+    kernels: dict[tuple[int, int], np.ndarray] = {}  # the labels share few (k, room)
+    for q, o, k in zip(probs.T, own.tolist(), derived.tolist(), strict=True):
         right = 1.0 - q[:, None]
-        if k >= size:
+        if k == 0:  # the label's own pair alone: a shift
+            if o >= size:
+                pmf *= right
+                continue
+            moved = q[:, None] * pmf[:, :size - o]
+            pmf *= right
+            pmf[:, o:] += moved
+            continue
+        if o >= size:
             pmf *= right
             continue
-        moved = q[:, None] * pmf[:, :size - k]
+        if (k, size - o) not in kernels:
+            kernels[k, size - o] = _kernel(phi, k, size - o)
+        kernel = q[:, None] * kernels[k, size - o]  # [row, j]: j more wrong pairs
+        width = kernel.shape[1]
+        if width <= _LOOP_WIDTH:  # a few shifted copies
+            moved = kernel[:, :1] * pmf[:, :size - o]
+            for j in range(1, width):
+                moved[:, j:] += kernel[:, j:j + 1] * pmf[:, :size - o - j]
+        else:  # one product over sliding windows: [row, m, i] is pmf at m - width + 1 + i
+            padded = np.concatenate([np.zeros((len(pmf), width - 1)), pmf[:, :size - o]], axis=1)
+            moved = np.einsum("rmi,ri->rm", sliding_window_view(padded, width, axis=1),
+                              kernel[:, ::-1])
         pmf *= right
-        pmf[:, k:] += moved
+        pmf[:, o:] += moved
     return pmf
+
+
+def _kernel(phi: np.ndarray, k: int, room: int) -> np.ndarray:
+    """Per row, the Binomial(k, φ) distribution on ``0 .. min(k, room - 1)``, cut where every
+    row's remaining mass is below 1e-15."""
+    if k == 0:
+        return np.ones((len(phi), 1))
+    j = np.arange(min(k, max(room - 1, 0)) + 1, dtype=float)
+    p = np.clip(phi, 1e-12, 1.0 - 1e-12)[:, None]
+    log_pmf = (gammaln(k + 1.0) - gammaln(j + 1.0) - gammaln(k - j + 1.0)
+               + j * np.log(p) + (k - j) * np.log1p(-p))
+    pmf = np.exp(log_pmf)
+    tail = 1.0 - np.cumsum(pmf, axis=1)
+    cut = int(np.argmax((tail < 1e-15).all(axis=0))) + 1 if (tail < 1e-15).all(axis=0).any() \
+        else pmf.shape[1]
+    return pmf[:, :cut]
 
 
 def predicted_wrong(proba: Sequence[float] | np.ndarray,
@@ -266,7 +359,8 @@ def _binomial(means: np.ndarray, variances: np.ndarray, n: int) -> np.ndarray:
 def decided_wrong(closure: Closure, p_wrong: Mapping[Any, float],
                   pool: Sequence[tuple[Any, Any]], values: np.ndarray,
                   level: float = LEVEL, recalibration: Recalibration | None = None,
-                  carried: np.ndarray | None = None) -> WrongCount:
+                  carried: np.ndarray | None = None,
+                  share: tuple[float, float] | None = None) -> WrongCount:
     """The wrong pairs expected among the decided pairs of ``pool`` (module docstring).
 
     Parameters
@@ -287,6 +381,9 @@ def decided_wrong(closure: Closure, p_wrong: Mapping[Any, float],
     carried : int array, optional
         :func:`carried_pairs` of the same arguments, computed before (it depends only on the
         labels, the pool and the order of ``p_wrong``: :func:`rank_key`).
+    share : (float, float), optional
+        The Beta distribution of the share of the other pairs a wrong label carries that are
+        wrong with it (:func:`derived_share`; default: all of them).
 
     Examples
     --------
@@ -296,13 +393,20 @@ def decided_wrong(closure: Closure, p_wrong: Mapping[Any, float],
     >>> count = decided_wrong(c, {("a", "b"): 0.1, ("b", "c"): 0.2}, pool, np.array([1, 1, 1, 0]))
     >>> round(count.estimate, 6), count.low, count.high  # (b, c) carries three pairs
     (0.7, 0, 3)
+    >>> count = decided_wrong(c, {("a", "b"): 0.1, ("b", "c"): 0.2}, pool, np.array([1, 1, 1, 0]),
+    ...                       share=(1.0, 9.0))  # a tenth of the others wrong with their label
+    >>> round(count.estimate, 2), count.low, count.high
+    (0.34, 0, 2)
     """
     if not closure.asserted:
         return WrongCount(0.0, 0, 0)
     p = label_p(closure, p_wrong)
     if carried is None:
         carried = carried_pairs(closure, p, pool, values)
-    return weighted_wrong(p, carried, level, recalibration)
+    asked = set(pool)
+    own = np.fromiter((pair in asked for pair in closure.asserted), dtype=np.int64,
+                      count=len(closure.asserted))
+    return weighted_wrong(p, carried, level, recalibration, own=own, share=share)
 
 
 def label_p(closure: Closure, p_wrong: Mapping[Any, float]) -> np.ndarray:
@@ -364,3 +468,69 @@ def label_risk(view: TeamView, labels: Mapping[Any, bool], policy: AskPolicy
                         for pair, head in first.items()])
     like = p_first < CALIBRATE_BELOW
     return p_wrong, Recalibration.fit(p_first[like], np.asarray(overruled, dtype=bool)[like])
+
+
+def overruled_firsts(view: TeamView, labels: Mapping[Any, bool]) -> dict[Any, bool]:
+    """The labels several people answered whose first answer the label now overrules, each
+    with that first answer's value: the project's own wrong answers, found by its team."""
+    out = {}
+    for pair, value in labels.items():
+        answers = view.answers.get(pair, [])
+        if len(answers) > 1:
+            head = min(answers, key=lambda ans: ans.order)
+            if head.positive != value:
+                out[pair] = head.positive
+    return out
+
+
+def derived_share(closure: Closure, firsts: Mapping[Any, bool],
+                  pool: Sequence[tuple[Any, Any]], values: np.ndarray) -> tuple[float, float]:
+    """The Beta distribution of the share of the pairs a wrong label carries beyond its own that
+    are wrong with it, from the project's own wrong answers (:func:`overruled_firsts`).
+
+    Had an overruled first answer stood, it would have decided pool pairs through the other
+    labels: ``a < b`` every ``(x, y)`` with ``x ≤ a`` and ``b ≤ y`` (and their mirrors
+    negative), ``a ≮ b`` every ``(x, y)`` with ``a ≤ x`` and ``y ≤ b``. The map decides many of
+    those pairs today without it: where it agrees the wrong answer would not have made the
+    pair wrong (``a < c`` holds though ``a < b`` does not, when ``b < c``), where it disagrees
+    it would. How often that is depends on the order's shape (a dense, nearly total order
+    spreads a wrong label's error far; a sparse prerequisite map seldom), so it is measured
+    on each project: the share over those pairs, one overruled answer counting for
+    :data:`SHARE_WEIGHT` of an observation (the pairs of one answer go together), on
+    :data:`SHARE_PRIOR`.
+
+    Examples
+    --------
+    >>> c = Closure("abcd")
+    >>> for x, y, v in [("a", "b", False), ("b", "c", True), ("a", "c", True), ("a", "d", True)]:
+    ...     _ = c.add_label(x, y, v)
+    >>> pool = [(x, y) for x in "abcd" for y in "abcd" if x != y]
+    >>> values = c.values_by_index(*np.array([[c.index(x), c.index(y)] for x, y in pool]).T)
+    >>> derived_share(c, {("a", "b"): True}, pool, values)  # a < c stands: nothing went wrong
+    (1.0, 1.25)
+    """
+    alpha, beta = SHARE_PRIOR
+    if not firsts:
+        return alpha, beta
+    positive, _ = closure.matrices()
+    reach = positive | np.eye(closure.n, dtype=bool)
+    index = {c: k for k, c in enumerate(closure.concepts)}
+    px = np.fromiter((index[p[0]] for p in pool), dtype=np.int64, count=len(pool))
+    py = np.fromiter((index[p[1]] for p in pool), dtype=np.int64, count=len(pool))
+    values = np.asarray(values)
+    for (a, b), claimed in firsts.items():
+        i, j = index[a], index[b]
+        own = (px == i) & (py == j)
+        if claimed:  # a < b: (x, y) below a and above b positive, their mirrors negative
+            said_yes = reach[px, i] & reach[j, py] & ~own
+            said_no = reach[py, i] & reach[j, px]
+        else:  # a ≮ b: (x, y) above a and below b, not through the label a < b the map holds
+            said_yes = np.zeros(len(pool), dtype=bool)
+            said_no = reach[i, px] & ~reach[j, px] & reach[py, j] & ~reach[py, i] & ~own
+        decided = (said_yes | said_no) & (values >= 0)
+        if not decided.any():
+            continue
+        wrong = (said_yes & (values == 0)) | (said_no & (values == 1))
+        share = float(wrong[decided].mean())
+        alpha, beta = alpha + SHARE_WEIGHT * share, beta + SHARE_WEIGHT * (1.0 - share)
+    return alpha, beta

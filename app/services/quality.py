@@ -6,7 +6,9 @@ Counted over the pool's ordered pairs, as :mod:`reasoning.quality` explains:
   being wrong as the team's question choice reads it (the second opinions' P(wrong): the
   accuracies of the annotators behind it and the model's probability of its pair before
   anyone answered), recalibrated on the labels several people answered
-  (:func:`label_quality`), in both policies: in ``strict`` too, where a pair one person
+  (:func:`label_quality`), and of the other pairs a wrong label carries the share its own
+  overruled answers would have got wrong (:func:`reasoning.quality.derived_share`), in both
+  policies: in ``strict`` too, where a pair one person
   answered is as right as that person's estimated accuracy (the prior's while nothing
   estimates it) and the model said; a label without a live answer (imported before answers
   were kept) counts as right;
@@ -45,8 +47,10 @@ from reasoning.quality import (
     WrongCount,
     carried_pairs,
     decided_wrong,
+    derived_share,
     label_p,
     label_risk,
+    overruled_firsts,
     predicted_wrong,
     rank_key,
 )
@@ -72,8 +76,11 @@ def label_quality(view: ProjectView) -> WrongCount:
     team = TeamView(fresh, answers, state.pool.row_of, model)
     p_wrong, recalibration = label_risk(team, state.closure.asserted, POLICY)
     pool = [(a, b) for a, b in state.pool.concepts.tolist()]
+    share = derived_share(state.closure, overruled_firsts(team, state.closure.asserted), pool,
+                          state.values)
     return decided_wrong(state.closure, p_wrong, pool, state.values,
-                         recalibration=recalibration, carried=_carried(view, p_wrong, pool))
+                         recalibration=recalibration, carried=_carried(view, p_wrong, pool),
+                         share=share)
 
 
 def _carried(view: ProjectView, p_wrong: dict[Any, float],

@@ -16,12 +16,16 @@ from reasoning.consensus.asking import AskPolicy, TeamView
 from reasoning.consensus.confidence import derived_confidence
 from reasoning.quality import (
     PIVOT,
+    SHARE_PRIOR,
+    SHARE_WEIGHT,
     Recalibration,
     WrongCount,
     carried_pairs,
     decided_wrong,
+    derived_share,
     label_p,
     label_risk,
+    overruled_firsts,
     predicted_wrong,
     rank_key,
     weighted_wrong,
@@ -89,6 +93,69 @@ def test_the_recalibrated_count_matches_monte_carlo_over_its_uncertainty(seed: i
     assert count.estimate == pytest.approx(draws.mean(), rel=0.03)
     low, high = np.quantile(draws, [0.05, 0.95])
     assert abs(count.low - low) <= 1 and abs(count.high - high) <= 1
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_count_with_a_share_of_the_carried_pairs_matches_monte_carlo(seed: int) -> None:
+    """A wrong label's own pair is wrong, each other pair it carries with the share φ, drawn
+    once from its Beta distribution for every label."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0, 0.4, 50)
+    s = rng.integers(1, 15, 50)
+    own = (rng.random(50) < 0.8).astype(int)
+    share = (2.0, 6.0)
+    count = weighted_wrong(p, s, own=own, share=share)
+    draws = 40_000
+    phi = rng.beta(*share, (draws, 1))
+    spread = rng.binomial(np.broadcast_to(s - own, (draws, 50)), phi)
+    wrong = ((rng.random((draws, 50)) < p) * (own + spread)).sum(axis=1)
+    assert count.estimate == pytest.approx(wrong.mean(), rel=0.03)
+    low, high = np.quantile(wrong, [0.05, 0.95])
+    assert abs(count.low - low) <= 1 and abs(count.high - high) <= 1
+
+
+def test_the_share_counts_what_an_overruled_answer_would_have_got_wrong() -> None:
+    """Two chains 0 < 1 < 2 and 3 < 4 < 5, with 0 < 5, 1 ≮ 4 and 2 ≮ 3, whose first answer
+    said 2 < 3: had it stood, every (x, y) with x ≤ 2 and 3 ≤ y would be positive and each
+    mirror negative. The pairs the map decides among them are counted here by hand: wrong
+    where the map says otherwise."""
+    closure = Closure(range(6))
+    for a, b, value in [(0, 1, True), (1, 2, True), (3, 4, True), (4, 5, True), (0, 5, True),
+                        (1, 4, False), (2, 3, False)]:
+        closure.add_label(a, b, value)
+    pool = [(x, y) for x in range(6) for y in range(6) if x != y]
+    values = dict(zip(pool, closure.values_by_index(
+        np.array([x for x, _ in pool]), np.array([y for _, y in pool])).tolist(), strict=True))
+    said = {(x, y): True for x in (0, 1, 2) for y in (3, 4, 5) if (x, y) != (2, 3)}
+    said.update({(y, x): False for x in (0, 1, 2) for y in (3, 4, 5)})
+    decided = [pair for pair in said if values[pair] >= 0]
+    wrong = sum(values[pair] != int(said[pair]) for pair in decided)
+    assert 0 < wrong < len(decided)  # (0, 5) and (5, 0) right, (1, 3) … (2, 4) wrong
+    firsts = {(2, 3): True}
+    alpha, beta = derived_share(closure, firsts, pool, np.array(list(values.values())))
+    assert alpha - SHARE_PRIOR[0] == pytest.approx(SHARE_WEIGHT * wrong / len(decided))
+    assert alpha + beta == pytest.approx(sum(SHARE_PRIOR) + SHARE_WEIGHT)
+    # a first answer "no" on 0 < 5: said negative on (x, y) with 0 ≤ x and y ≤ 5, not through
+    # the label itself (x above 0 but not above 5, y below 5 but not below 0)
+    said = [(x, y) for x in (0, 1, 2) for y in (3, 4, 5) if (x, y) != (0, 5)]
+    decided = [pair for pair in said if values[pair] >= 0]
+    alpha, _ = derived_share(closure, {(0, 5): False}, pool, np.array(list(values.values())))
+    assert decided and alpha - SHARE_PRIOR[0] == pytest.approx(
+        SHARE_WEIGHT * sum(values[pair] == 1 for pair in decided) / len(decided))
+    assert derived_share(closure, {}, pool, np.array(list(values.values()))) == SHARE_PRIOR
+
+
+def test_overruled_firsts_are_the_first_answers_the_labels_now_overrule() -> None:
+    answers = {("a", "b"): [Vote("a", "b", False, "ann", order=1),
+                            Vote("a", "b", True, "bo", order=2),
+                            Vote("a", "b", True, "cy", order=3)],
+               ("b", "c"): [Vote("b", "c", True, "ann", order=4),
+                            Vote("b", "c", True, "bo", order=5)],
+               ("c", "d"): [Vote("c", "d", False, "ann", order=6)]}
+    labels = {("a", "b"): True, ("b", "c"): True, ("c", "d"): True}
+    result = consensus([v for votes in answers.values() for v in votes], "abcd")
+    view = TeamView(result, answers, set(answers))
+    assert overruled_firsts(view, labels) == {("a", "b"): False}
 
 
 def test_the_interval_widens_when_the_same_errors_come_in_larger_stakes() -> None:
@@ -217,7 +284,9 @@ def test_the_predicted_count_is_mixed_over_a_shift_of_the_model_s_log_odds() -> 
 
 
 def _planted_team(seed: int) -> tuple[int, int, int]:
-    """A noisy team on a random order: (true wrong decided pairs, interval low, high)."""
+    """A noisy team on a random order: (true wrong decided pairs, interval low, high), the
+    share of a wrong label's other pairs wrong with it measured on the overruled answers (a
+    dense order: a wrong answer spreads far)."""
     rng = np.random.default_rng(seed)
     n = 12
     rank = rng.permutation(n)
@@ -232,7 +301,12 @@ def _planted_team(seed: int) -> tuple[int, int, int]:
     p_wrong = {pair: (1 - q if v else q) for pair, v in closure.asserted.items()
                for q in [result.posterior.get(pair, 1.0 if v else 0.0)]}
     values = closure.values_by_index(np.array([a for a, _ in pool]), np.array([b for _, b in pool]))
-    count = decided_wrong(closure, p_wrong, pool, values)
+    answers: dict = {}
+    for vote in votes:
+        answers.setdefault((vote.a, vote.b), []).append(vote)
+    firsts = overruled_firsts(TeamView(result, answers, set(pool)), closure.asserted)
+    share = derived_share(closure, firsts, pool, values)
+    count = decided_wrong(closure, p_wrong, pool, values, share=share)
     wrong = sum(int(v >= 0 and (v == 1) != (pair in truth_positive))
                 for pair, v in zip(pool, values.tolist(), strict=True))
     return wrong, count.low, count.high
