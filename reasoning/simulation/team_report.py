@@ -26,10 +26,12 @@ __all__ = ["PAIRED", "team_table", "write_reports"]
 PAIRED = (("consensus", "trust"), ("consensus", "double"),
           ("consensus", "consensus-unweighted"), ("consensus", "consensus-nocheck"),
           ("consensus-nocheck", "trust"), ("double", "trust"),
+          ("consensus-now", "trust"), ("consensus-now", "consensus-now-unweighted"),
           *((name, "consensus") for name in CONSENSUS_VARIANTS
             if name not in ("consensus", "consensus-unweighted", "consensus-nocheck")))
 """The policy pairs compared repeat by repeat (first minus second); every other consensus
-variant against ``consensus``."""
+variant against ``consensus``; the service's policy (``consensus-now``) against ``trust``
+and against itself without reliability weights."""
 
 _ORDER = ("trust", "double", "consensus", "consensus-unweighted", "consensus-nocheck")
 

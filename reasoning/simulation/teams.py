@@ -72,6 +72,7 @@ CONSENSUS_VARIANTS: dict[str, ConsensusVariant] = {
     "consensus-nocheck": ConsensusVariant(fields={"check_rate": 0.0}),
     "consensus-covering": ConsensusVariant(fields={"stake": covering_stake}),
     "consensus-now": ConsensusVariant(fields={"stake": now_stake}),
+    "consensus-now-unweighted": ConsensusVariant(weighted=False, fields={"stake": now_stake}),
     "consensus-prior": ConsensusVariant(fields={"prior_answers": 20.0}),
     "consensus-now-prior": ConsensusVariant(fields={"stake": now_stake, "prior_answers": 20.0}),
     "consensus-now-lean": ConsensusVariant(fields={"stake": now_stake, "threshold": 0.5}),
@@ -80,7 +81,8 @@ CONSENSUS_VARIANTS: dict[str, ConsensusVariant] = {
 the stake of a label as the pool pairs resting on it now (``-now``; ``-covering``: on the
 positive labels only, the covering pairs), and the accuracies drawn towards the prior by 20
 answers' worth (``-prior``); ``-now-lean``: the stake now with a second opinion only from
-0.5 expected wrong pool pairs (the threshold, tuned, instead of ``--second-opinion-value``)."""
+0.5 expected wrong pool pairs (the threshold, tuned, instead of ``--second-opinion-value``);
+``-now-unweighted``: the stake now, every annotator taken as equally reliable."""
 
 POLICIES = ("trust", "double", *CONSENSUS_VARIANTS)
 

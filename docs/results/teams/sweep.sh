@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # The team sweep of README.md, one repeat at a time (a sweep cut short has every team at the
 # same number of repeats); finished runs are skipped (--resume), so it goes on where it stopped.
-# usage: docs/results/teams/sweep.sh DOMAIN REPEATS [JOBS] [small]
+# usage: docs/results/teams/sweep.sh DOMAIN REPEATS [JOBS] [small|now]
 #   small: the three main teams, trust against consensus (the larger domains)
+#   now: the other teams under the service's policy (consensus-now), into budget/DOMAIN
 set -euo pipefail
 DOMAIN=$1; MAX=$2; JOBS=${3:-2}; SIZE=${4:-full}
 here=$(cd "$(dirname "$0")" && pwd)
 data=${SPORAL_DATASETS:-$here/../../../../shared/datasets}/al-cpl
-S="nice -n 10 sporal simulate --mode coverage --data $data --domain $DOMAIN --out $here/$DOMAIN --annotators 5 --jobs $JOBS --resume"
+OUT=$here/$DOMAIN
+[[ $SIZE == now ]] && OUT=$here/budget/$DOMAIN
+S="nice -n 10 sporal simulate --mode coverage --data $data --domain $DOMAIN --out $OUT --annotators 5 --jobs $JOBS --resume"
 DIRECT1=direct,independent,independent,independent,independent
 for R in $(seq 1 "$MAX"); do
-  if [[ $SIZE == small ]]; then
+  if [[ $SIZE == now ]]; then
+    $S --repeats "$R" --noise 0.05 --policy trust,consensus-now
+    $S --repeats "$R" --noise 0 --policy consensus-now
+    $S --repeats "$R" --noise 0.05 --noise-model $DIRECT1 --policy trust,consensus-now
+    $S --repeats "$R" --noise 0.1,0.1,0.1,0.1,0.3 --policy consensus-now,consensus-now-unweighted
+  elif [[ $SIZE == small ]]; then
     $S --repeats "$R" --noise 0.1 --policy trust,consensus
     $S --repeats "$R" --noise 0.05 --noise-model $DIRECT1 --policy trust,consensus
     $S --repeats "$R" --noise 0.05 --policy trust,consensus

@@ -115,6 +115,8 @@ def test_every_consensus_variant_is_a_policy_and_sets_only_its_fields():
             assert getattr(policy, key) == variant.fields.get(key, value)
     assert CONSENSUS_VARIANTS["consensus-now"].policy(base).stake is now_stake
     assert not CONSENSUS_VARIANTS["consensus-unweighted"].weighted
+    assert not CONSENSUS_VARIANTS["consensus-now-unweighted"].weighted
+    assert CONSENSUS_VARIANTS["consensus-now-unweighted"].policy(base).stake is now_stake
 
 
 def test_the_report_pairs_every_other_variant_with_consensus():
@@ -124,6 +126,7 @@ def test_the_report_pairs_every_other_variant_with_consensus():
                                            "consensus-nocheck"}:
         assert (name, "consensus") in PAIRED
     assert ("consensus", "consensus-unweighted") in PAIRED  # the earlier pairs stay
+    assert ("consensus-now", "consensus-now-unweighted") in PAIRED  # the service's weights
 
 
 def test_a_map_too_large_to_rest_densely_counts_the_asked_stake(
