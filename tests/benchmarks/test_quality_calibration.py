@@ -6,7 +6,7 @@ from __future__ import annotations
 import pickle
 from pathlib import Path
 
-from benchmarks.quality_calibration import _simulate, summary
+from benchmarks.quality_calibration import DEFAULT_POLICY, _simulate, summary
 
 
 def _row(wrong: int, estimate: float, low: int, high: int) -> dict:
@@ -21,7 +21,19 @@ def test_the_summary_counts_coverage_error_and_width() -> None:
 
 
 def test_a_kept_run_is_read_back_without_simulating(tmp_path: Path) -> None:
+    """Each team policy keeps its own runs: the service's (the default) and another."""
     kept = (["an answer"], {(0, 1): 0.25})
-    with (tmp_path / "geometry-3-0.1-5.pkl").open("wb") as handle:
-        pickle.dump(kept, handle)
-    assert _simulate(None, "geometry", 3, 0.1, 5, tmp_path) == kept
+    other = (["another answer"], {(0, 1): 0.75})
+    for policy, run in ((DEFAULT_POLICY, kept), ("consensus", other)):
+        with (tmp_path / f"geometry-3-0.1-5-{policy}.pkl").open("wb") as handle:
+            pickle.dump(run, handle)
+    assert _simulate(None, "geometry", 3, 0.1, 5, tmp_path, DEFAULT_POLICY) == kept
+    assert _simulate(None, "geometry", 3, 0.1, 5, tmp_path, "consensus") == other
+
+
+def test_the_default_team_asks_as_the_service_does() -> None:
+    from app.services.asking import POLICY
+    from reasoning.consensus.asking import AskPolicy
+    from reasoning.simulation.teams import CONSENSUS_VARIANTS
+
+    assert CONSENSUS_VARIANTS[DEFAULT_POLICY].policy(AskPolicy()) == POLICY

@@ -1,12 +1,15 @@
 """The tables of budget.md: each consensus variant against ``consensus``, paired by repeat.
 
-Usage: python docs/results/teams/budget.py [DOMAIN ...] [--noise 0.1]
+Usage: python docs/results/teams/budget.py [DOMAIN ...] [--noise 0.1] [--teams]
 (default: every folder under ``budget/``). Reads ``budget/DOMAIN/runs.jsonl`` (written by
 ``sporal simulate --mode coverage --out docs/results/teams/budget/DOMAIN --resume``) and
 prints, per domain, one line per policy over the repeats it shares with ``consensus``: the
 wrong share of the pool and the answers per the perfect annotator's of the same repeat
 (means with 95% Student-t intervals), then the paired differences (policy − consensus); and
-with several domains, those differences pooled over them.
+with several domains, those differences pooled over them. ``--teams``: instead, the issue's
+other targets under the service's policy (``consensus-now``; ``sweep.sh DOMAIN R 1 now``):
+ε = 0.05, ε = 0, one annotator answering the direct relation with four at 0.05, and a
+careless annotator (four at 0.10, one at 0.30) weighted against unweighted.
 """
 
 import argparse
@@ -85,13 +88,62 @@ def pooled(domains: list[str], noise: str) -> list[str]:
     return lines + [""]
 
 
+TEAMS = (("ε = 0.05", "0.05", "independent"), ("ε = 0", "0.0", "independent"),
+         ("1 direct + 4 at 0.05", "0.05", "direct,independent,independent,independent,independent"),
+         ("4 at 0.10 + 1 at 0.30", "0.1,0.1,0.1,0.1,0.3", "independent"))
+
+
+def teams(domain: str) -> list[str]:
+    """Per team of :data:`TEAMS`, ``consensus-now`` (and ``trust``, and the careless team's
+    ``consensus-now-unweighted``) over the repeats with a perfect annotator."""
+    runs: dict = {}
+    perfect: dict[int, int] = {}
+    for line in (HERE / domain / "runs.jsonl").read_text().splitlines():
+        row = json.loads(line)["row"]
+        if row["policy"] == "trust" and row["noise"] in ("0", "0.0"):
+            perfect[row["repeat"]] = row["answers"]
+        runs[(row["noise"], row["noise_model"], row["policy"], row["repeat"])] = row
+    lines = [f"### {domain}: the other teams, the service's policy", "",
+             "| team | policy | repeats | wrong % of pool | answers / perfect | second opinions |",
+             "|---|---|---|---|---|---|"]
+    for name, noise, model in TEAMS:
+        policies = ["trust", "consensus-now"] + (["consensus-now-unweighted"]
+                                                 if "0.3" in noise else [])
+        for policy in policies:
+            mine = [row for (n, m, p, rep), row in sorted(runs.items())
+                    if (n, m, p) == (noise, model, policy) and rep in perfect]
+            if not mine:
+                continue
+            lines.append(
+                f"| {name} | {policy} | {len(mine)} | "
+                f"{_cell([100 * r['error_rate'] for r in mine], 2)} | "
+                f"{_cell([r['answers'] / perfect[r['repeat']] for r in mine], 3)} | "
+                f"{_cell([r['second_opinions'] for r in mine], 0)} |")
+        if "0.3" in noise:
+            pairs = [(runs[(noise, model, "consensus-now", rep)],
+                      runs[(noise, model, "consensus-now-unweighted", rep)]) for rep in perfect
+                     if (noise, model, "consensus-now", rep) in runs
+                     and (noise, model, "consensus-now-unweighted", rep) in runs]
+            if pairs:
+                wrong = [100 * (a["error_rate"] - b["error_rate"]) for a, b in pairs]
+                more = [(a["answers"] - b["answers"]) / perfect[a["repeat"]] for a, b in pairs]
+                lines.append(f"| {name} | weighted − unweighted | {len(pairs)} | "
+                             f"{_cell(wrong, 2)} points | {_cell(more, 3)} | |")
+    return lines + [""]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("domains", nargs="*")
     parser.add_argument("--noise", default="0.1")
+    parser.add_argument("--teams", action="store_true", help="the other teams' targets")
     args = parser.parse_args()
     domains = args.domains or sorted(p.name for p in HERE.iterdir()
                                      if (p / "runs.jsonl").exists())
+    if args.teams:
+        for domain in domains:
+            print("\n".join(teams(domain)))
+        return
     for domain in domains:
         print("\n".join(table(domain, args.noise)))
     if len(domains) > 1:
