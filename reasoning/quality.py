@@ -41,7 +41,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from scipy.signal import fftconvolve
 from scipy.special import gammaln
 
-from reasoning.closure import Closure
+from reasoning.closure import Closure, bit_positions
 from reasoning.consensus.asking import AskPolicy, TeamView
 from reasoning.consensus.confidence import derived_confidence
 from reasoning.consensus.core import Vote
@@ -298,9 +298,8 @@ def _compound(probs: np.ndarray, own: np.ndarray, derived: np.ndarray, phi: np.n
 
 def _kernel(phi: np.ndarray, k: int, room: int) -> np.ndarray:
     """Per row, the Binomial(k, φ) distribution on ``0 .. min(k, room - 1)``, cut where every
-    row's remaining mass is below 1e-15."""
-    if k == 0:
-        return np.ones((len(phi), 1))
+    row's remaining mass is below 1e-15 (``k`` at least 1: a label carrying no other pair is
+    a shift, :func:`_compound`)."""
     j = np.arange(min(k, max(room - 1, 0)) + 1, dtype=float)
     p = np.clip(phi, 1e-12, 1.0 - 1e-12)[:, None]
     log_pmf = (gammaln(k + 1.0) - gammaln(j + 1.0) - gammaln(k - j + 1.0)
@@ -403,8 +402,8 @@ def decided_wrong(closure: Closure, p_wrong: Mapping[Any, float],
     p = label_p(closure, p_wrong)
     if carried is None:
         carried = carried_pairs(closure, p, pool, values)
-    asked = set(pool)
-    own = np.fromiter((pair in asked for pair in closure.asserted), dtype=np.int64,
+    in_pool = set(pool)
+    own = np.fromiter((pair in in_pool for pair in closure.asserted), dtype=np.int64,
                       count=len(closure.asserted))
     return weighted_wrong(p, carried, level, recalibration, own=own, share=share)
 
@@ -456,13 +455,13 @@ def label_risk(view: TeamView, labels: Mapping[Any, bool], policy: AskPolicy
     first: dict[Any, list[Vote]] = {}
     p_wrong: dict[Any, float] = {}
     overruled = []
+    heads = _first_answers(view, labels)
     for pair, value in labels.items():
-        answers = view.answers.get(pair, [])
-        p_wrong[pair] = policy.p_wrong(view, pair, value, suspects) if answers else 0.0
-        if len(answers) > 1 and pair in view.proba:
-            head = min(answers, key=lambda ans: ans.order)
-            first[pair] = [head]
-            overruled.append(head.positive != value)
+        p_wrong[pair] = policy.p_wrong(view, pair, value, suspects) \
+            if view.answers.get(pair) else 0.0
+        if pair in heads and pair in view.proba:
+            first[pair] = [heads[pair]]
+            overruled.append(heads[pair].positive != value)
     alone = TeamView(view.result, first, view.pool, view.proba)
     p_first = np.array([policy.p_wrong(alone, pair, head[0].positive, suspects)
                         for pair, head in first.items()])
@@ -473,14 +472,14 @@ def label_risk(view: TeamView, labels: Mapping[Any, bool], policy: AskPolicy
 def overruled_firsts(view: TeamView, labels: Mapping[Any, bool]) -> dict[Any, bool]:
     """The labels several people answered whose first answer the label now overrules, each
     with that first answer's value: the project's own wrong answers, found by its team."""
-    out = {}
-    for pair, value in labels.items():
-        answers = view.answers.get(pair, [])
-        if len(answers) > 1:
-            head = min(answers, key=lambda ans: ans.order)
-            if head.positive != value:
-                out[pair] = head.positive
-    return out
+    return {pair: head.positive for pair, head in _first_answers(view, labels).items()
+            if head.positive != labels[pair]}
+
+
+def _first_answers(view: TeamView, labels: Mapping[Any, bool]) -> dict[Any, Vote]:
+    """The first answer of each label several people answered."""
+    return {pair: min(answers, key=lambda ans: ans.order) for pair in labels
+            if len(answers := view.answers.get(pair, ())) > 1}
 
 
 def derived_share(closure: Closure, firsts: Mapping[Any, bool],
@@ -512,8 +511,15 @@ def derived_share(closure: Closure, firsts: Mapping[Any, bool],
     alpha, beta = SHARE_PRIOR
     if not firsts:
         return alpha, beta
-    positive, _ = closure.matrices()
-    reach = positive | np.eye(closure.n, dtype=bool)
+    down, up, _, _ = closure.reach()  # bitset rows: down[k] above k, up[k] below it
+
+    def around(bits: int, k: int) -> np.ndarray:
+        """A bitset row's members and ``k`` itself, as a boolean vector over the concepts."""
+        members = np.zeros(closure.n, dtype=bool)
+        members[bit_positions(bits)] = True
+        members[k] = True
+        return members
+
     index = {c: k for k, c in enumerate(closure.concepts)}
     px = np.fromiter((index[p[0]] for p in pool), dtype=np.int64, count=len(pool))
     py = np.fromiter((index[p[1]] for p in pool), dtype=np.int64, count=len(pool))
@@ -521,12 +527,14 @@ def derived_share(closure: Closure, firsts: Mapping[Any, bool],
     for (a, b), claimed in firsts.items():
         i, j = index[a], index[b]
         own = (px == i) & (py == j)
+        below_a, above_b = around(up[i], i), around(down[j], j)
         if claimed:  # a < b: (x, y) below a and above b positive, their mirrors negative
-            said_yes = reach[px, i] & reach[j, py] & ~own
-            said_no = reach[py, i] & reach[j, px]
+            said_yes = below_a[px] & above_b[py] & ~own
+            said_no = below_a[py] & above_b[px]
         else:  # a ≮ b: (x, y) above a and below b, not through the label a < b the map holds
+            above_a, below_b = around(down[i], i), around(up[j], j)
             said_yes = np.zeros(len(pool), dtype=bool)
-            said_no = reach[i, px] & ~reach[j, px] & reach[py, j] & ~reach[py, i] & ~own
+            said_no = above_a[px] & ~above_b[px] & below_b[py] & ~below_a[py] & ~own
         decided = (said_yes | said_no) & (values >= 0)
         if not decided.any():
             continue
