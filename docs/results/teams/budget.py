@@ -26,17 +26,25 @@ def _cell(values: list[float], digits: int) -> str:
     return f"{mean:.{digits}f}" if half != half else f"{mean:.{digits}f} ± {half:.{digits}f}"
 
 
-def rows(domain: str, noise: str) -> tuple[dict, dict[int, int]]:
-    """The runs at ``noise`` by (policy, repeat), and the perfect annotator's answers."""
-    by: dict = {}
+def _runs(domain: str) -> tuple[dict, dict[int, int]]:
+    """Every run of ``budget/DOMAIN/runs.jsonl`` by (noise, noise model, policy, repeat), and
+    the perfect annotator's answers (``trust`` at ε = 0) by repeat."""
+    runs: dict = {}
     perfect: dict[int, int] = {}
     for line in (HERE / domain / "runs.jsonl").read_text().splitlines():
         row = json.loads(line)["row"]
         if row["policy"] == "trust" and row["noise"] in ("0", "0.0"):
             perfect[row["repeat"]] = row["answers"]
-        elif row["noise"] == noise and row["noise_model"] == "independent":
-            by[(row["policy"], row["repeat"])] = row
-    return by, perfect
+        runs[(row["noise"], row["noise_model"], row["policy"], row["repeat"])] = row
+    return runs, perfect
+
+
+def rows(domain: str, noise: str) -> tuple[dict, dict[int, int]]:
+    """The runs at ``noise`` by (policy, repeat), and the perfect annotator's answers."""
+    runs, perfect = _runs(domain)
+    return {(policy, rep): row for (n, model, policy, rep), row in runs.items()
+            if n == noise and model == "independent"
+            and not (policy == "trust" and n in ("0", "0.0"))}, perfect
 
 
 def table(domain: str, noise: str) -> list[str]:
@@ -96,13 +104,7 @@ TEAMS = (("ε = 0.05", "0.05", "independent"), ("ε = 0", "0.0", "independent"),
 def teams(domain: str) -> list[str]:
     """Per team of :data:`TEAMS`, ``consensus-now`` (and ``trust``, and the careless team's
     ``consensus-now-unweighted``) over the repeats with a perfect annotator."""
-    runs: dict = {}
-    perfect: dict[int, int] = {}
-    for line in (HERE / domain / "runs.jsonl").read_text().splitlines():
-        row = json.loads(line)["row"]
-        if row["policy"] == "trust" and row["noise"] in ("0", "0.0"):
-            perfect[row["repeat"]] = row["answers"]
-        runs[(row["noise"], row["noise_model"], row["policy"], row["repeat"])] = row
+    runs, perfect = _runs(domain)
     lines = [f"### {domain}: the other teams, the service's policy", "",
              "| team | policy | repeats | wrong % of pool | answers / perfect | second opinions |",
              "|---|---|---|---|---|---|"]
